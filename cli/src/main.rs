@@ -1,0 +1,49 @@
+//! `floe`: the local catalog server, admin commands and the latency bench.
+
+mod bench;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "floe",
+    version,
+    about = "Floe: a serverless Apache Iceberg REST catalog"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every endpoint group on one local port, with the embedded store and a local warehouse.
+    Serve(serve::ServeArgs),
+    /// Create an api client in an org of the local data directory and print its token.
+    CreateToken(serve::CreateTokenArgs),
+    /// Measure loadTable and commit latency against a running catalog.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let outcome = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::serve(args).await,
+            Command::CreateToken(args) => serve::create_token(args).await,
+            Command::Bench(args) => bench::run(args).await,
+        }
+    });
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("floe: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! The commit path: check requirements, apply updates with the `iceberg` metadata builder,
+//! stamp authors, write a new metadata file, then compare-and-swap the table's pointer.
+
+use iceberg::spec::{
+    FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
+};
+use iceberg::{ErrorKind, TableRequirement, TableUpdate};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::metadata::metadata_file_location;
+use super::namespaces::busy;
+use super::tables::format_v3_unsupported;
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, no_such_table, storage};
+use crate::auth::{Principal, PrincipalKind};
+use crate::authz::{Action, Resource, authorize};
+use crate::error::{CatalogError, Result};
+use crate::store::rows::{self, NamespaceRow, TableRow, Versioned, keys};
+use crate::store::{Condition, StoreError};
+use crate::types::{CommitTableResponse, TableIdentifier};
+
+/// Snapshot summary key stamped with the committing user's display name.
+pub const AUTHOR_NAME_KEY: &str = "arraylake.author-name";
+/// Snapshot summary key stamped with the committing principal's email.
+pub const AUTHOR_EMAIL_KEY: &str = "arraylake.author-email";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommitTableRequest {
+    #[serde(default)]
+    identifier: Option<TableIdentifier>,
+    requirements: Vec<TableRequirement>,
+    updates: Vec<TableUpdate>,
+}
+
+impl Catalog {
+    /// Commits a CommitTableRequest body. Outcomes: 200 when the pointer moved (or nothing
+    /// changed), 409 when a requirement failed or another writer won, 5xx
+    /// CommitStateUnknownException when the swap's outcome cannot be known.
+    pub async fn commit_table(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+        mut body: Value,
+    ) -> Result<CommitTableResponse> {
+        stamp_authors(&mut body, &ctx.principal);
+        let request: CommitTableRequest = serde_json::from_value(body)
+            .map_err(|e| CatalogError::BadRequest(format!("Invalid commit request: {e}")))?;
+        if let Some(id) = &request.identifier {
+            if names::single_level(&id.namespace).ok() != Some(namespace) || id.name != table {
+                return Err(CatalogError::BadRequest(
+                    "The commit's identifier does not match the table in the path".into(),
+                ));
+            }
+        }
+        reject_format_v3(&request.updates)?;
+        let ns = self.live_namespace(ctx, namespace).await?;
+        authorize(
+            &ctx.access,
+            Resource::Table {
+                namespace: &ns.row,
+                table,
+            },
+            Action::Write,
+        )?;
+        let is_create = request
+            .requirements
+            .iter()
+            .any(|r| matches!(r, TableRequirement::NotExist));
+        match rows::get::<TableRow>(&*self.store, &keys::table(&ns.row.id, table)).await? {
+            Some(row) => self.commit_existing(ctx, &ns.row, row, request).await,
+            None if is_create => self.commit_create(ctx, namespace, table, request).await,
+            None => Err(no_such_table(namespace, table)),
+        }
+    }
+
+    async fn commit_existing(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        current: Versioned<TableRow>,
+        request: CommitTableRequest,
+    ) -> Result<CommitTableResponse> {
+        let row = current.row;
+        let bucket = self.table_bucket(ctx, ns, &row).await?;
+        let objects = self.objects_for(&bucket)?;
+        let base = self
+            .metadata
+            .load(&*objects, &row.metadata_location)
+            .await?;
+        for requirement in &request.requirements {
+            requirement
+                .check(Some(&base.parsed))
+                .map_err(requirement_failed)?;
+        }
+        let root = self.storage_root(ns, &row);
+        check_locations(&request.updates, &root)?;
+        let mut builder = base
+            .parsed
+            .clone()
+            .into_builder(Some(row.metadata_location.clone()));
+        for update in request.updates {
+            builder = update.apply(builder).map_err(update_failed)?;
+        }
+        let built = builder.build().map_err(update_failed)?;
+        if built.changes.is_empty() {
+            return Ok(CommitTableResponse {
+                metadata_location: row.metadata_location,
+                metadata: base.parsed.clone(),
+            });
+        }
+        let version = row.metadata_version + 1;
+        let location = metadata_file_location(built.metadata.location(), version);
+        let written = self
+            .metadata
+            .write(&*objects, &location, built.metadata)
+            .await?;
+        let next = TableRow {
+            location: written.parsed.location().to_owned(),
+            metadata_location: location.clone(),
+            metadata_version: version,
+            ..row.clone()
+        };
+        let swap = rows::put(
+            keys::table(&ns.id, &row.name),
+            &next,
+            Condition::VersionIs(current.version),
+        );
+        match self.store.write(vec![swap]).await {
+            Ok(()) => Ok(CommitTableResponse {
+                metadata_location: location,
+                metadata: written.parsed.clone(),
+            }),
+            Err(StoreError::ConditionFailed { .. }) => {
+                // The swap definitely did not happen: nothing can reference the new file.
+                let _ = objects.delete(std::slice::from_ref(&location)).await;
+                Err(CommitFailedRace::message(&ns.name, &row.name))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, table = %row.name, metadata = %location, "commit outcome unknown");
+                Err(CatalogError::CommitStateUnknown(format!(
+                    "Commit state unknown for {}.{}: the catalog could not confirm the metadata pointer swap; reload the table before retrying",
+                    ns.name, row.name
+                )))
+            }
+        }
+    }
+
+    /// The commit of a staged create: builds version 0 from the client's updates and inserts the
+    /// table only if it still does not exist.
+    async fn commit_create(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+        request: CommitTableRequest,
+    ) -> Result<CommitTableResponse> {
+        names::validate_table_name(table)?;
+        if request
+            .requirements
+            .iter()
+            .any(|r| !matches!(r, TableRequirement::NotExist))
+        {
+            return Err(CatalogError::BadRequest(
+                "A create commit (assert-create) cannot carry other requirements".into(),
+            ));
+        }
+        let mut schema = None;
+        let mut location = None;
+        let mut format_version = FormatVersion::V2;
+        for update in &request.updates {
+            match update {
+                TableUpdate::AddSchema { schema: s } if schema.is_none() => {
+                    schema = Some(s.clone())
+                }
+                TableUpdate::SetLocation { location: l } => {
+                    location = Some(storage::normalize_location(l))
+                }
+                TableUpdate::UpgradeFormatVersion { format_version: v } => format_version = *v,
+                _ => {}
+            }
+        }
+        let schema = schema.ok_or_else(|| {
+            CatalogError::BadRequest("A create commit must add the table's schema".into())
+        })?;
+        for _ in 0..ROW_RACE_RETRIES {
+            let ns = self.live_namespace(ctx, namespace).await?;
+            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+            let location = match &location {
+                Some(l) if storage::is_within(l, &ns.row.location) => l.clone(),
+                Some(l) => {
+                    return Err(CatalogError::BadRequest(format!(
+                        "Table location '{l}' is outside the table's storage"
+                    )));
+                }
+                None => crate::objects::join(&ns.row.location, table),
+            };
+            let base = TableMetadataBuilder::new(
+                schema.clone(),
+                UnboundPartitionSpec::builder().build(),
+                SortOrder::unsorted_order(),
+                location.clone(),
+                format_version,
+                Default::default(),
+            )
+            .and_then(|b| b.build())
+            .map_err(update_failed)?
+            .metadata;
+            let mut builder = base.into_builder(None);
+            for update in request.updates.clone() {
+                builder = update.apply(builder).map_err(update_failed)?;
+            }
+            let metadata = builder.build().map_err(update_failed)?.metadata;
+            match self.insert_created(ctx, &ns, table, metadata).await {
+                Ok(response) => return Ok(response),
+                Err(CreateRace::NamespaceChanged) => continue,
+                Err(CreateRace::Failed(e)) => return Err(e),
+            }
+        }
+        Err(busy())
+    }
+
+    async fn insert_created(
+        &self,
+        ctx: &OrgContext,
+        ns: &Versioned<NamespaceRow>,
+        table: &str,
+        metadata: TableMetadata,
+    ) -> std::result::Result<CommitTableResponse, CreateRace> {
+        let bucket = self.usable_bucket(&ctx.org.name, &ns.row.bucket).await?;
+        let objects = self.objects_for(&bucket)?;
+        let location = metadata_file_location(metadata.location(), 0);
+        let written = self.metadata.write(&*objects, &location, metadata).await?;
+        let row = TableRow {
+            id: written.parsed.uuid().to_string(),
+            namespace_id: ns.row.id.clone(),
+            name: table.to_owned(),
+            location: written.parsed.location().to_owned(),
+            metadata_location: location.clone(),
+            metadata_version: 0,
+            storage_override: None,
+            created_ms: self.clock.now_ms(),
+        };
+        let mut ns_row = ns.row.clone();
+        ns_row.table_count += 1;
+        let writes = vec![
+            rows::put(
+                keys::namespace(&ctx.org.name, &ns.row.name),
+                &ns_row,
+                Condition::VersionIs(ns.version),
+            ),
+            rows::put(keys::table(&ns.row.id, table), &row, Condition::NotExists),
+        ];
+        match self.store.write(writes).await {
+            Ok(()) => Ok(CommitTableResponse {
+                metadata_location: location,
+                metadata: written.parsed.clone(),
+            }),
+            Err(StoreError::ConditionFailed { index, .. }) => {
+                let _ = objects.delete(std::slice::from_ref(&location)).await;
+                if index == 0 {
+                    Err(CreateRace::NamespaceChanged)
+                } else {
+                    Err(CatalogError::AlreadyExists(format!(
+                        "Table already exists: {}.{table}",
+                        ns.row.name
+                    ))
+                    .into())
+                }
+            }
+            Err(e) => Err(CatalogError::CommitStateUnknown(format!(
+                "Commit state unknown for {}.{table}: {e}; reload the table before retrying",
+                ns.row.name
+            ))
+            .into()),
+        }
+    }
+
+    /// The storage a table may write to: its override prefix or its namespace's location.
+    fn storage_root(&self, ns: &NamespaceRow, row: &TableRow) -> String {
+        match &row.storage_override {
+            // An override table's location is its whole prefix.
+            Some(_) => row.location.clone(),
+            None => ns.location.clone(),
+        }
+    }
+}
+
+enum CreateRace {
+    NamespaceChanged,
+    Failed(CatalogError),
+}
+
+impl From<CatalogError> for CreateRace {
+    fn from(e: CatalogError) -> Self {
+        CreateRace::Failed(e)
+    }
+}
+
+struct CommitFailedRace;
+
+impl CommitFailedRace {
+    fn message(namespace: &str, table: &str) -> CatalogError {
+        CatalogError::CommitFailed(format!(
+            "Table has been updated by another process: {namespace}.{table}"
+        ))
+    }
+}
+
+/// Overwrites the author keys of every added snapshot with the principal's identity; users get
+/// name and email, api clients their email only. Other summary keys pass through.
+fn stamp_authors(body: &mut Value, principal: &Principal) {
+    let Some(updates) = body.get_mut("updates").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for update in updates {
+        if update.get("action").and_then(Value::as_str) != Some("add-snapshot") {
+            continue;
+        }
+        let Some(summary) = update
+            .get_mut("snapshot")
+            .and_then(|s| s.get_mut("summary"))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        summary.remove(AUTHOR_NAME_KEY);
+        summary.remove(AUTHOR_EMAIL_KEY);
+        if principal.kind == PrincipalKind::User {
+            summary.insert(
+                AUTHOR_NAME_KEY.into(),
+                Value::String(principal.name.clone()),
+            );
+        }
+        if let Some(email) = &principal.email {
+            summary.insert(AUTHOR_EMAIL_KEY.into(), Value::String(email.clone()));
+        }
+    }
+}
+
+fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
+    let v3 = updates.iter().any(|u| {
+        matches!(u, TableUpdate::UpgradeFormatVersion { format_version } if *format_version > FormatVersion::V2)
+    });
+    if v3 {
+        Err(format_v3_unsupported())
+    } else {
+        Ok(())
+    }
+}
+
+/// A set-location update must stay inside the table's storage.
+fn check_locations(updates: &[TableUpdate], root: &str) -> Result<()> {
+    for update in updates {
+        if let TableUpdate::SetLocation { location } = update {
+            if !storage::is_within(location, root) {
+                return Err(CatalogError::BadRequest(format!(
+                    "Table location '{location}' is outside the table's storage"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn requirement_failed(e: iceberg::Error) -> CatalogError {
+    CatalogError::CommitFailed(format!("Requirement failed: {}", e.message()))
+}
+
+/// Invalid updates are 400, except stale sequence numbers and row ids, which mean another
+/// writer got there first: 409 so that engines rebase and retry.
+fn update_failed(e: iceberg::Error) -> CatalogError {
+    let message = e.message();
+    let stale = message.contains("older than last sequence number")
+        || message.contains("first-row-id is behind table next-row-id");
+    if stale || e.kind() == ErrorKind::CatalogCommitConflicts {
+        CatalogError::CommitFailed(format!(
+            "Commit conflicts with the table's current state: {message}"
+        ))
+    } else {
+        CatalogError::BadRequest(format!("Invalid table update: {message}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snapshot_update(summary: Value) -> Value {
+        json!({"updates": [{"action": "add-snapshot", "snapshot": {"summary": summary}}, {"action": "set-properties", "updates": {}}]})
+    }
+
+    #[test]
+    fn users_get_name_and_email_overwriting_client_values() {
+        let user = Principal {
+            id: "u1".into(),
+            kind: PrincipalKind::User,
+            name: "Ada".into(),
+            email: Some("ada@example.com".into()),
+        };
+        let mut body = snapshot_update(
+            json!({"operation": "append", AUTHOR_NAME_KEY: "spoof", "custom": "kept"}),
+        );
+        stamp_authors(&mut body, &user);
+        let summary = &body["updates"][0]["snapshot"]["summary"];
+        assert_eq!(summary[AUTHOR_NAME_KEY], "Ada");
+        assert_eq!(summary[AUTHOR_EMAIL_KEY], "ada@example.com");
+        assert_eq!(summary["custom"], "kept");
+    }
+
+    #[test]
+    fn api_clients_get_email_only() {
+        let client = Principal {
+            id: "c1".into(),
+            kind: PrincipalKind::ApiClient,
+            name: "etl".into(),
+            email: Some("etl@example.com".into()),
+        };
+        let mut body = snapshot_update(json!({"operation": "append", AUTHOR_NAME_KEY: "spoof"}));
+        stamp_authors(&mut body, &client);
+        let summary = &body["updates"][0]["snapshot"]["summary"];
+        assert!(summary.get(AUTHOR_NAME_KEY).is_none());
+        assert_eq!(summary[AUTHOR_EMAIL_KEY], "etl@example.com");
+    }
+}

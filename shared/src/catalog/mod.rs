@@ -1,0 +1,175 @@
+//! The catalog service: one plain async function per REST operation.
+//!
+//! Each operation reads in three steps: validate the input, authorize the principal, act. Inputs
+//! and outputs are typed; nothing here knows about HTTP or about which adapters are plugged in.
+
+mod commit;
+mod config;
+pub mod metadata;
+pub mod names;
+mod namespaces;
+pub mod paging;
+pub mod storage;
+mod tables;
+
+use std::sync::Arc;
+
+pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
+pub use tables::TableRequestOptions;
+
+use crate::auth::Principal;
+use crate::authz::{Access, access_denied};
+use crate::clock::Clock;
+use crate::error::{CatalogError, Result};
+use crate::objects::{ObjectStore, ObjectStores};
+use crate::store::MetaStore;
+use crate::store::rows::{
+    self, BucketRow, MemberRow, NamespaceRow, OrgRow, Platform, TableRow, Versioned, keys,
+};
+use crate::vending::CredentialVendor;
+use metadata::MetadataCache;
+
+/// The catalog with its adapters; shared by every request.
+pub struct Catalog {
+    pub store: Arc<dyn MetaStore>,
+    pub objects: Arc<dyn ObjectStores>,
+    pub vendor: Arc<dyn CredentialVendor>,
+    pub clock: Arc<dyn Clock>,
+    metadata: MetadataCache,
+}
+
+/// An authenticated principal inside one org, with its standing resolved.
+#[derive(Debug, Clone)]
+pub struct OrgContext {
+    pub principal: Principal,
+    pub org: OrgRow,
+    pub access: Access,
+}
+
+impl Catalog {
+    pub fn new(
+        store: Arc<dyn MetaStore>,
+        objects: Arc<dyn ObjectStores>,
+        vendor: Arc<dyn CredentialVendor>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            store,
+            objects,
+            vendor,
+            clock,
+            metadata: MetadataCache::new(512),
+        }
+    }
+
+    /// Resolves an org for a principal with the reference's ordering: an unknown org is 404
+    /// before anything else, a disabled Iceberg feature is 403 NotAuthorizedException, and a
+    /// principal who sees nothing in the org's catalog gets a blanket 403.
+    pub async fn org_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
+        let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
+            .await?
+            .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?
+            .row;
+        if !org_row.iceberg_enabled {
+            return Err(CatalogError::IcebergDisabled(format!(
+                "Iceberg is not enabled for the organization: {org}"
+            )));
+        }
+        let member =
+            rows::get::<MemberRow>(&*self.store, &keys::member(org, &principal.id)).await?;
+        let access = Access {
+            org_role: member.map(|m| m.row.role),
+        };
+        if !access.sees_catalog() {
+            return Err(access_denied());
+        }
+        Ok(OrgContext {
+            principal: principal.clone(),
+            org: org_row,
+            access,
+        })
+    }
+
+    /// A live (not soft-deleted) namespace, or 404.
+    async fn live_namespace(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+    ) -> Result<Versioned<NamespaceRow>> {
+        match rows::get::<NamespaceRow>(&*self.store, &keys::namespace(&ctx.org.name, name)).await?
+        {
+            Some(ns) if ns.row.deleted_ms.is_none() => Ok(ns),
+            _ => Err(no_such_namespace(name)),
+        }
+    }
+
+    async fn table_row(&self, ns: &NamespaceRow, table: &str) -> Result<Versioned<TableRow>> {
+        rows::get::<TableRow>(&*self.store, &keys::table(&ns.id, table))
+            .await?
+            .ok_or_else(|| no_such_table(&ns.name, table))
+    }
+
+    /// A bucket configuration that can back Iceberg storage, or 400.
+    async fn usable_bucket(&self, org: &str, nickname: &str) -> Result<BucketRow> {
+        let bucket = rows::get::<BucketRow>(&*self.store, &keys::bucket(org, nickname))
+            .await?
+            .ok_or_else(|| {
+                CatalogError::BadRequest(format!("Unknown bucket configuration: {nickname}"))
+            })?
+            .row;
+        if bucket.auth == rows::BucketAuth::Anonymous {
+            return Err(CatalogError::BadRequest(format!(
+                "Bucket configuration '{nickname}' allows anonymous access only and cannot back Iceberg storage"
+            )));
+        }
+        if bucket.platform == Platform::Azure {
+            return Err(CatalogError::BadRequest(format!(
+                "Bucket configuration '{nickname}' is on Azure, which is not supported for Iceberg storage"
+            )));
+        }
+        Ok(bucket)
+    }
+
+    fn objects_for(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>> {
+        self.objects.for_bucket(bucket).map_err(|e| {
+            tracing::error!(error = %e, bucket = %bucket.nickname, "no object store for bucket");
+            CatalogError::Internal(format!(
+                "Storage of bucket configuration '{}' is not reachable from this server",
+                bucket.nickname
+            ))
+        })
+    }
+
+    /// The bucket a table's files live on: its override, else its namespace's.
+    async fn table_bucket(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        table: &TableRow,
+    ) -> Result<BucketRow> {
+        let nickname = table
+            .storage_override
+            .as_ref()
+            .map_or(&ns.bucket, |o| &o.bucket);
+        let bucket = rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
+            .await?
+            .ok_or_else(|| {
+                CatalogError::Internal(format!(
+                    "Bucket configuration '{nickname}' has been removed"
+                ))
+            })?;
+        Ok(bucket.row)
+    }
+}
+
+pub fn no_such_namespace(name: &str) -> CatalogError {
+    CatalogError::NoSuchNamespace(format!("Namespace does not exist: {name}"))
+}
+
+pub fn no_such_table(namespace: &str, table: &str) -> CatalogError {
+    CatalogError::NoSuchTable(format!("Table does not exist: {namespace}.{table}"))
+}
+
+/// How many times an operation re-reads and retries after losing a race on a row it does not
+/// own (the namespace row's table counter, say). Pointer swaps are never retried.
+const ROW_RACE_RETRIES: usize = 16;

@@ -1,0 +1,360 @@
+//! Namespace operations: flat, bound to a bucket prefix, soft-deleted on drop.
+
+use std::collections::BTreeMap;
+
+use super::storage::{self, MarkerOwner};
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
+use crate::authz::{Action, Resource, authorize};
+use crate::error::{CatalogError, Result};
+use crate::store::rows::{
+    self, NameClaimRow, NameHolder, NamespaceRow, PrefixClaimRow, Versioned, keys,
+};
+use crate::store::{Condition, StoreError};
+use crate::types::{
+    CreateNamespaceRequest, ListNamespacesResponse, NamespaceResponse,
+    UpdateNamespacePropertiesRequest, UpdateNamespacePropertiesResponse,
+};
+
+/// Property naming the bucket configuration a namespace or table is created on.
+pub const BUCKET_PROPERTY: &str = "arraylake.bucket";
+/// Properties the catalog manages; clients cannot change them after creation.
+const MANAGED_PROPERTIES: [&str; 2] = ["location", BUCKET_PROPERTY];
+
+fn response(ns: &NamespaceRow) -> NamespaceResponse {
+    NamespaceResponse {
+        namespace: vec![ns.name.clone()],
+        properties: ns.properties.clone(),
+    }
+}
+
+impl Catalog {
+    pub async fn list_namespaces(
+        &self,
+        ctx: &OrgContext,
+        parent: Option<&str>,
+        page: &paging::PageRequest,
+    ) -> Result<ListNamespacesResponse> {
+        authorize(&ctx.access, Resource::Catalog, Action::Read)?;
+        if parent.is_some_and(|p| !p.is_empty()) {
+            // Nothing nests: any parent has no children.
+            let token = page.size.map(|_| None);
+            return Ok(ListNamespacesResponse {
+                namespaces: vec![],
+                next_page_token: token,
+            });
+        }
+        let want = page.size.map_or(usize::MAX, |s| s + 1);
+        let pk = keys::org_partition(&ctx.org.name);
+        let after = page
+            .after
+            .as_ref()
+            .map(|name| format!("{}{name}", keys::NAMESPACE_PREFIX));
+        let found: Vec<NamespaceRow> = self
+            .collect_rows(
+                &pk,
+                keys::NAMESPACE_PREFIX,
+                after,
+                want,
+                |ns: &NamespaceRow| ns.deleted_ms.is_none(),
+            )
+            .await?;
+        let (found, token) = paging::paginate(found, page, |ns| ns.name.as_str());
+        Ok(ListNamespacesResponse {
+            namespaces: found.into_iter().map(|ns| vec![ns.name]).collect(),
+            next_page_token: token,
+        })
+    }
+
+    pub async fn create_namespace(
+        &self,
+        ctx: &OrgContext,
+        request: CreateNamespaceRequest,
+    ) -> Result<NamespaceResponse> {
+        let name = names::single_level(&request.namespace)?.to_owned();
+        names::validate_namespace_name(&name)?;
+        authorize(&ctx.access, Resource::Catalog, Action::Write)?;
+        let mut properties = request.properties.unwrap_or_default();
+        let nickname = properties
+            .get(BUCKET_PROPERTY)
+            .cloned()
+            .unwrap_or_else(|| ctx.org.default_bucket.clone());
+        let bucket = self.usable_bucket(&ctx.org.name, &nickname).await?;
+        let objects = self.objects_for(&bucket)?;
+        let org = ctx.org.name.as_str();
+
+        if let Some(claim) =
+            rows::get::<NameClaimRow>(&*self.store, &keys::name_claim(org, &name)).await?
+        {
+            return self
+                .create_over_claim(ctx, claim, &name, &nickname, properties)
+                .await;
+        }
+
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = self.clock.now_ms();
+        let owner = MarkerOwner {
+            org,
+            kind: "namespace",
+            name: &name,
+            id: &id,
+            created_ms: now,
+        };
+        let (prefix, root) =
+            storage::reserve_prefix(&*objects, &bucket.root, &name, &owner).await?;
+        if let Err(e) = default_location(&mut properties, &root) {
+            storage::remove_marker(&*objects, &root).await;
+            return Err(e);
+        }
+        let row = NamespaceRow {
+            id: id.clone(),
+            org: org.to_owned(),
+            name: name.clone(),
+            bucket: nickname,
+            prefix: prefix.clone(),
+            location: root.clone(),
+            properties,
+            visibility: Default::default(),
+            table_count: 0,
+            created_ms: now,
+            deleted_ms: None,
+        };
+        let claim = NameClaimRow {
+            name: name.clone(),
+            holder: NameHolder::Namespace { id: id.clone() },
+        };
+        let prefix_claim = PrefixClaimRow {
+            bucket_root: bucket.root.clone(),
+            prefix: prefix.clone(),
+            owner: id,
+        };
+        let writes = vec![
+            rows::put(keys::name_claim(org, &name), &claim, Condition::NotExists),
+            rows::put(keys::namespace(org, &name), &row, Condition::NotExists),
+            rows::put(
+                keys::prefix_claim(&bucket.root, &prefix),
+                &prefix_claim,
+                Condition::NotExists,
+            ),
+        ];
+        match self.store.write(writes).await {
+            Ok(()) => Ok(response(&row)),
+            Err(e) => {
+                storage::remove_marker(&*objects, &root).await;
+                match e {
+                    StoreError::ConditionFailed { index: 0 | 1, .. } => Err(already_exists(&name)),
+                    StoreError::ConditionFailed { .. } => Err(CatalogError::AlreadyExists(
+                        "The generated storage prefix is already claimed; retry the request".into(),
+                    )),
+                    other => Err(other.into()),
+                }
+            }
+        }
+    }
+
+    /// A create whose name is already claimed: restore a soft-deleted, still-empty predecessor
+    /// of the same name in place, otherwise 409.
+    async fn create_over_claim(
+        &self,
+        ctx: &OrgContext,
+        claim: Versioned<NameClaimRow>,
+        name: &str,
+        nickname: &str,
+        mut properties: BTreeMap<String, String>,
+    ) -> Result<NamespaceResponse> {
+        let NameHolder::Namespace { .. } = claim.row.holder else {
+            return Err(CatalogError::AlreadyExists(format!(
+                "The name '{name}' is already used by a repo in this organization"
+            )));
+        };
+        let org = ctx.org.name.as_str();
+        let Some(old) =
+            rows::get::<NamespaceRow>(&*self.store, &keys::namespace(org, &claim.row.name)).await?
+        else {
+            return Err(already_exists(name));
+        };
+        if old.row.deleted_ms.is_none() || old.row.name != name || old.row.bucket != nickname {
+            return Err(already_exists(name));
+        }
+        let bucket = self.usable_bucket(org, &old.row.bucket).await?;
+        let objects = self.objects_for(&bucket)?;
+        if !storage::holds_only_marker(&*objects, &old.row.location).await? {
+            return Err(CatalogError::AlreadyExists(format!(
+                "Namespace already exists: {name} (soft-deleted, and its storage still holds data; restore it instead)"
+            )));
+        }
+        default_location(&mut properties, &old.row.location)?;
+        let mut row = old.row.clone();
+        row.deleted_ms = None;
+        row.properties = properties;
+        self.store
+            .write(vec![rows::put(
+                keys::namespace(org, name),
+                &row,
+                Condition::VersionIs(old.version),
+            )])
+            .await
+            .map_err(|e| match e {
+                StoreError::ConditionFailed { .. } => already_exists(name),
+                other => other.into(),
+            })?;
+        // The marker may have been removed by a purge that was interrupted: write it again.
+        let owner = MarkerOwner {
+            org,
+            kind: "namespace",
+            name,
+            id: &row.id,
+            created_ms: row.created_ms,
+        };
+        storage::write_marker(&*objects, &row.location, &owner).await?;
+        Ok(response(&row))
+    }
+
+    pub async fn load_namespace(&self, ctx: &OrgContext, name: &str) -> Result<NamespaceResponse> {
+        let ns = self.live_namespace(ctx, name).await?;
+        authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)?;
+        Ok(response(&ns.row))
+    }
+
+    pub async fn namespace_exists(&self, ctx: &OrgContext, name: &str) -> Result<()> {
+        let ns = self.live_namespace(ctx, name).await?;
+        authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)
+    }
+
+    pub async fn drop_namespace(&self, ctx: &OrgContext, name: &str) -> Result<()> {
+        for _ in 0..ROW_RACE_RETRIES {
+            let ns = self.live_namespace(ctx, name).await?;
+            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+            if ns.row.table_count > 0 {
+                return Err(CatalogError::NamespaceNotEmpty(format!(
+                    "Namespace is not empty: {name} contains {} table(s)",
+                    ns.row.table_count
+                )));
+            }
+            let mut row = ns.row.clone();
+            row.deleted_ms = Some(self.clock.now_ms());
+            let key = keys::namespace(&ctx.org.name, name);
+            match self
+                .store
+                .write(vec![rows::put(key, &row, Condition::VersionIs(ns.version))])
+                .await
+            {
+                Ok(()) => return Ok(()),
+                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    pub async fn update_namespace_properties(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+        request: UpdateNamespacePropertiesRequest,
+    ) -> Result<UpdateNamespacePropertiesResponse> {
+        let updates = request.updates.unwrap_or_default();
+        let removals = request.removals.unwrap_or_default();
+        if let Some(both) = removals.iter().find(|k| updates.contains_key(*k)) {
+            return Err(CatalogError::Unprocessable(format!(
+                "Property '{both}' is both updated and removed"
+            )));
+        }
+        if let Some(managed) = MANAGED_PROPERTIES
+            .iter()
+            .find(|k| updates.contains_key(**k) || removals.iter().any(|r| r == *k))
+        {
+            return Err(CatalogError::BadRequest(format!(
+                "Property '{managed}' is set by the catalog when the namespace is created and cannot be changed"
+            )));
+        }
+        for _ in 0..ROW_RACE_RETRIES {
+            let ns = self.live_namespace(ctx, name).await?;
+            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+            let mut row = ns.row.clone();
+            let (mut removed, mut missing) = (Vec::new(), Vec::new());
+            for key in &removals {
+                match row.properties.remove(key) {
+                    Some(_) => removed.push(key.clone()),
+                    None => missing.push(key.clone()),
+                }
+            }
+            row.properties.extend(updates.clone());
+            let key = keys::namespace(&ctx.org.name, name);
+            match self
+                .store
+                .write(vec![rows::put(key, &row, Condition::VersionIs(ns.version))])
+                .await
+            {
+                Ok(()) => {
+                    return Ok(UpdateNamespacePropertiesResponse {
+                        updated: updates.keys().cloned().collect(),
+                        removed,
+                        missing,
+                    });
+                }
+                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    /// Reads rows of one partition in order, keeping those that pass `keep`, until `want`.
+    pub(super) async fn collect_rows<T: serde::de::DeserializeOwned>(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        mut after: Option<String>,
+        want: usize,
+        keep: impl Fn(&T) -> bool,
+    ) -> Result<Vec<T>> {
+        const BATCH: usize = 256;
+        let mut out = Vec::new();
+        loop {
+            let batch = self
+                .store
+                .query(pk, sk_prefix, after.as_deref(), BATCH)
+                .await?;
+            let exhausted = batch.len() < BATCH;
+            after = batch.last().map(|item| item.key.sk.clone());
+            for item in &batch {
+                let row: T = rows::decode(item)?;
+                if keep(&row) {
+                    out.push(row);
+                    if out.len() >= want {
+                        return Ok(out);
+                    }
+                }
+            }
+            if exhausted {
+                return Ok(out);
+            }
+        }
+    }
+}
+
+/// Defaults `location` to the storage root; an explicit one must lie inside it.
+fn default_location(properties: &mut BTreeMap<String, String>, root: &str) -> Result<()> {
+    match properties.get("location") {
+        Some(given) if !storage::is_within(given, root) => Err(CatalogError::BadRequest(format!(
+            "Namespace location '{given}' is outside the namespace's storage"
+        ))),
+        Some(given) => {
+            let normalized = storage::normalize_location(given);
+            properties.insert("location".into(), normalized);
+            Ok(())
+        }
+        None => {
+            properties.insert("location".into(), root.to_owned());
+            Ok(())
+        }
+    }
+}
+
+fn already_exists(name: &str) -> CatalogError {
+    CatalogError::AlreadyExists(format!("Namespace already exists: {name}"))
+}
+
+pub(super) fn busy() -> CatalogError {
+    CatalogError::Internal("The namespace is changing too fast; retry the request".into())
+}

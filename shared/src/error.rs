@@ -1,0 +1,63 @@
+//! The catalog's typed errors. Each maps to exactly one spec ErrorModel status and type at the
+//! HTTP edge (`http::error`); nothing here knows about HTTP.
+
+use crate::objects::ObjectError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// Malformed or unsupported input (400 BadRequestException).
+    #[error("{0}")]
+    BadRequest(String),
+    /// Missing or unknown token (401 NotAuthorizedException).
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// Authenticated but not allowed (403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The org has not enabled Iceberg (403 NotAuthorizedException).
+    #[error("{0}")]
+    IcebergDisabled(String),
+    /// Unknown warehouse/org (404 NotFoundException).
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    NoSuchNamespace(String),
+    #[error("{0}")]
+    NoSuchTable(String),
+    #[error("{0}")]
+    AlreadyExists(String),
+    #[error("{0}")]
+    NamespaceNotEmpty(String),
+    /// A lost race or failed requirement: nothing was committed (409).
+    #[error("{0}")]
+    CommitFailed(String),
+    /// A request that contradicts itself (422).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// A spec operation this catalog does not offer (406).
+    #[error("{0}")]
+    Unsupported(String),
+    /// The commit may or may not have landed (500 CommitStateUnknownException).
+    #[error("{0}")]
+    CommitStateUnknown(String),
+    /// A failure of the server or its dependencies (500).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for CatalogError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!(error = %e, "catalog store failure");
+        CatalogError::Internal("The catalog store failed; retry the request".into())
+    }
+}
+
+impl From<ObjectError> for CatalogError {
+    fn from(e: ObjectError) -> Self {
+        tracing::error!(error = %e, "object storage failure");
+        CatalogError::Internal("Table storage failed; retry the request".into())
+    }
+}
+
+pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

@@ -1,0 +1,86 @@
+//! The spec's ErrorModel: every non-2xx answer is `{"error": {message, type, code}}` with the
+//! body's code equal to the HTTP status, because Java clients switch on the body's code.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use crate::error::CatalogError;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ErrorModel {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub error_type: String,
+    pub code: u16,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IcebergErrorResponse {
+    pub error: ErrorModel,
+}
+
+impl CatalogError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            CatalogError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            CatalogError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            CatalogError::Forbidden(_) | CatalogError::IcebergDisabled(_) => StatusCode::FORBIDDEN,
+            CatalogError::NotFound(_)
+            | CatalogError::NoSuchNamespace(_)
+            | CatalogError::NoSuchTable(_) => StatusCode::NOT_FOUND,
+            CatalogError::AlreadyExists(_)
+            | CatalogError::NamespaceNotEmpty(_)
+            | CatalogError::CommitFailed(_) => StatusCode::CONFLICT,
+            CatalogError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            CatalogError::Unsupported(_) => StatusCode::NOT_ACCEPTABLE,
+            CatalogError::CommitStateUnknown(_) | CatalogError::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+
+    /// The ErrorModel `type` the reference names for this error.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            CatalogError::BadRequest(_) => "BadRequestException",
+            CatalogError::Unauthenticated(_) | CatalogError::IcebergDisabled(_) => {
+                "NotAuthorizedException"
+            }
+            CatalogError::Forbidden(_) => "ForbiddenException",
+            CatalogError::NotFound(_) => "NotFoundException",
+            CatalogError::NoSuchNamespace(_) => "NoSuchNamespaceException",
+            CatalogError::NoSuchTable(_) => "NoSuchTableException",
+            CatalogError::AlreadyExists(_) => "AlreadyExistsException",
+            CatalogError::NamespaceNotEmpty(_) => "NamespaceNotEmptyException",
+            CatalogError::CommitFailed(_) => "CommitFailedException",
+            CatalogError::Unprocessable(_) => "UnprocessableEntityException",
+            CatalogError::Unsupported(_) => "UnsupportedOperationException",
+            CatalogError::CommitStateUnknown(_) => "CommitStateUnknownException",
+            CatalogError::Internal(_) => "InternalServerError",
+        }
+    }
+
+    pub fn to_model(&self) -> IcebergErrorResponse {
+        IcebergErrorResponse {
+            error: ErrorModel {
+                message: self.to_string(),
+                error_type: self.type_name().to_owned(),
+                code: self.status().as_u16(),
+            },
+        }
+    }
+}
+
+impl IntoResponse for CatalogError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(status = status.as_u16(), error_type = self.type_name(), message = %self, "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), error_type = self.type_name(), message = %self, "request rejected");
+        }
+        (status, Json(self.to_model())).into_response()
+    }
+}

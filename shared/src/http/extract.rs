@@ -1,0 +1,155 @@
+//! Request parsing: bearer auth, path parameters (with the 0x1F separator), queries and JSON
+//! bodies. Every failure is a spec ErrorModel, never a bare framework rejection.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use bytes::Bytes;
+use http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::AppState;
+use crate::auth::{self, Principal};
+use crate::catalog::names;
+use crate::error::CatalogError;
+
+/// The authenticated caller.
+pub struct Authenticated(pub Principal);
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = CatalogError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .map(|v| {
+                v.to_str().map_err(|_| {
+                    CatalogError::Unauthenticated("Malformed Authorization header".into())
+                })
+            })
+            .transpose()?;
+        let token = auth::bearer(header)?;
+        auth::authenticate(&*state.catalog.store, token)
+            .await
+            .map(Authenticated)
+    }
+}
+
+/// Decoded path parameters of the route.
+pub struct Params(HashMap<String, String>);
+
+impl FromRequestParts<AppState> for Params {
+    type Rejection = CatalogError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map(|Path(map)| Params(map))
+            .map_err(|e| CatalogError::BadRequest(format!("Invalid path: {}", e.body_text())))
+    }
+}
+
+impl Params {
+    fn get(&self, name: &str) -> Result<&str, CatalogError> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| CatalogError::Internal(format!("route has no '{name}' parameter")))
+    }
+
+    /// The catalog prefix: the org name.
+    pub fn prefix(&self) -> Result<&str, CatalogError> {
+        self.get("prefix")
+    }
+
+    /// The single namespace level of a namespace route; nested references are 400.
+    pub fn namespace(&self) -> Result<String, CatalogError> {
+        let levels = names::split_levels(self.get("namespace")?);
+        names::single_level(&levels).map(str::to_owned)
+    }
+
+    /// Namespace and table of a table route. A nested table identifier is 404
+    /// NoSuchTableException, so engines probing table-shaped identifiers fall back correctly.
+    pub fn table(&self) -> Result<(String, String), CatalogError> {
+        let table = self.get("table")?.to_owned();
+        let raw = self.get("namespace")?;
+        let levels = names::split_levels(raw);
+        match names::single_level(&levels) {
+            Ok(ns) => Ok((ns.to_owned(), table)),
+            Err(_) => Err(CatalogError::NoSuchTable(format!(
+                "Table does not exist: {}.{table}",
+                levels.join(".")
+            ))),
+        }
+    }
+}
+
+/// Decoded query parameters.
+pub struct QueryMap(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryMap {
+    type Rejection = CatalogError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map(|Query(map)| QueryMap(map))
+            .map_err(|e| {
+                CatalogError::BadRequest(format!("Invalid query string: {}", e.body_text()))
+            })
+    }
+}
+
+impl QueryMap {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// A boolean query flag; anything but true/false is 400.
+    pub fn flag(&self, name: &str) -> Result<bool, CatalogError> {
+        match self.get(name) {
+            None => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+            Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+            Some(v) => Err(CatalogError::BadRequest(format!(
+                "Invalid value for {name}: '{}' (expected true or false)",
+                v.escape_debug()
+            ))),
+        }
+    }
+}
+
+/// Largest accepted request body. Commits carry whole schemas, so this is generous.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// A JSON body deserialized into `T`; malformed JSON, wrong types and oversized bodies are 400.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = CatalogError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == http::StatusCode::PAYLOAD_TOO_LARGE {
+                CatalogError::BadRequest(format!("Request body exceeds {MAX_BODY_BYTES} bytes"))
+            } else {
+                CatalogError::BadRequest(format!("Cannot read request body: {}", e.body_text()))
+            }
+        })?;
+        if bytes.is_empty() {
+            return Err(CatalogError::BadRequest(
+                "Request body must be a JSON document".into(),
+            ));
+        }
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| CatalogError::BadRequest(format!("Malformed request body: {e}")))
+    }
+}

@@ -1,0 +1,308 @@
+//! Thin handlers: parse the request, call one catalog operation, render the answer.
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, Method, StatusCode, Uri};
+use serde_json::Value;
+
+use super::AppState;
+use super::error::{ErrorModel, IcebergErrorResponse};
+use super::extract::{Authenticated, JsonBody, Params, QueryMap};
+use crate::catalog::TableRequestOptions;
+use crate::catalog::paging::PageRequest;
+use crate::error::CatalogError;
+use crate::types::{
+    CreateNamespaceRequest, CreateTableRequest, RenameTableRequest,
+    UpdateNamespacePropertiesRequest,
+};
+
+type Answer = Result<Response, CatalogError>;
+
+fn page(query: &QueryMap) -> Result<PageRequest, CatalogError> {
+    PageRequest::parse(query.get("pageToken"), query.get("pageSize"))
+}
+
+fn table_options(
+    headers: &HeaderMap,
+    query: &QueryMap,
+) -> Result<TableRequestOptions, CatalogError> {
+    let vend = headers
+        .get_all("x-iceberg-access-delegation")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|mode| mode.trim().eq_ignore_ascii_case("vended-credentials"));
+    let only_referenced = match query.get("snapshots") {
+        None | Some("all") => false,
+        Some("refs") => true,
+        Some(other) => {
+            return Err(CatalogError::BadRequest(format!(
+                "Invalid snapshots mode '{}': expected all or refs",
+                other.escape_debug()
+            )));
+        }
+    };
+    Ok(TableRequestOptions {
+        vend_credentials: vend,
+        only_referenced_snapshots: only_referenced,
+    })
+}
+
+fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+pub async fn get_config(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    q: QueryMap,
+) -> Answer {
+    Ok(Json(s.catalog.get_config(&p, q.get("warehouse")).await?).into_response())
+}
+
+pub async fn list_namespaces(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    q: QueryMap,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let page = page(&q)?;
+    Ok(Json(
+        s.catalog
+            .list_namespaces(&ctx, q.get("parent"), &page)
+            .await?,
+    )
+    .into_response())
+}
+
+pub async fn create_namespace(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(body): JsonBody<CreateNamespaceRequest>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    Ok(Json(s.catalog.create_namespace(&ctx, body).await?).into_response())
+}
+
+pub async fn load_namespace(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    Ok(Json(s.catalog.load_namespace(&ctx, &params.namespace()?).await?).into_response())
+}
+
+pub async fn namespace_exists(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    s.catalog
+        .namespace_exists(&ctx, &params.namespace()?)
+        .await?;
+    Ok(no_content())
+}
+
+pub async fn drop_namespace(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    s.catalog.drop_namespace(&ctx, &params.namespace()?).await?;
+    Ok(no_content())
+}
+
+pub async fn update_namespace_properties(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(body): JsonBody<UpdateNamespacePropertiesRequest>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let answer = s
+        .catalog
+        .update_namespace_properties(&ctx, &params.namespace()?, body)
+        .await?;
+    Ok(Json(answer).into_response())
+}
+
+pub async fn list_tables(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    q: QueryMap,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let page = page(&q)?;
+    Ok(Json(
+        s.catalog
+            .list_tables(&ctx, &params.namespace()?, &page)
+            .await?,
+    )
+    .into_response())
+}
+
+pub async fn list_views(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    q: QueryMap,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let page = page(&q)?;
+    Ok(Json(
+        s.catalog
+            .list_views(&ctx, &params.namespace()?, &page)
+            .await?,
+    )
+    .into_response())
+}
+
+pub async fn create_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    headers: HeaderMap,
+    q: QueryMap,
+    JsonBody(body): JsonBody<CreateTableRequest>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let options = table_options(&headers, &q)?;
+    Ok(Json(
+        s.catalog
+            .create_table(&ctx, &params.namespace()?, body, options)
+            .await?,
+    )
+    .into_response())
+}
+
+pub async fn load_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    headers: HeaderMap,
+    q: QueryMap,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    let options = table_options(&headers, &q)?;
+    Ok(Json(s.catalog.load_table(&ctx, &ns, &table, options).await?).into_response())
+}
+
+pub async fn table_exists(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    s.catalog.table_exists(&ctx, &ns, &table).await?;
+    Ok(no_content())
+}
+
+pub async fn load_credentials(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    Ok(Json(s.catalog.load_credentials(&ctx, &ns, &table).await?).into_response())
+}
+
+pub async fn commit_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(body): JsonBody<Value>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    Ok(Json(s.catalog.commit_table(&ctx, &ns, &table, body).await?).into_response())
+}
+
+pub async fn drop_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    q: QueryMap,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    // purgeRequested is accepted and validated, but nothing is deleted from storage.
+    let _purge = q.flag("purgeRequested")?;
+    s.catalog.drop_table(&ctx, &ns, &table).await?;
+    Ok(no_content())
+}
+
+pub async fn rename_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(body): JsonBody<RenameTableRequest>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    s.catalog.rename_table(&ctx, body).await?;
+    Ok(no_content())
+}
+
+pub async fn report_metrics(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(_report): JsonBody<Value>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    s.catalog.report_metrics(&ctx, &ns, &table).await?;
+    Ok(no_content())
+}
+
+/// Spec routes Floe does not serve get a precise answer; anything else is 404.
+pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
+    let path = uri.path();
+    if path.ends_with("/v1/oauth/tokens") {
+        return CatalogError::BadRequest(
+            "The OAuth2 token endpoint is not supported: configure the client with a static bearer token".into(),
+        );
+    }
+    let unsupported = [
+        "/transactions/commit",
+        "/register",
+        "/views/",
+        "/plan",
+        "/tasks",
+        "/sign",
+        "/functions",
+    ];
+    if path.starts_with(super::BASE_PATH) && unsupported.iter().any(|u| path.contains(u)) {
+        return CatalogError::Unsupported(format!(
+            "{method} {path} is not supported by this catalog"
+        ));
+    }
+    CatalogError::NotFound(format!("No route for {method} {path}"))
+}
+
+pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let path = uri.path();
+    if path.contains("/views") {
+        return CatalogError::Unsupported(format!(
+            "{method} {path} is not supported by this catalog"
+        ))
+        .into_response();
+    }
+    let body = IcebergErrorResponse {
+        error: ErrorModel {
+            message: format!("Method {method} is not allowed on {path}"),
+            error_type: "MethodNotAllowedException".into(),
+            code: StatusCode::METHOD_NOT_ALLOWED.as_u16(),
+        },
+    };
+    (StatusCode::METHOD_NOT_ALLOWED, Json(body)).into_response()
+}

@@ -1,0 +1,99 @@
+//! The REST surface: the route table turned into an axum `Router`, for any set of endpoint
+//! groups. `floe serve` mounts every group; each Lambda function mounts its own.
+
+pub mod error;
+pub mod extract;
+mod handlers;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, delete, get, head, post};
+
+use crate::catalog::Catalog;
+use crate::error::CatalogError;
+use crate::routes::{Group, Operation, ROUTES};
+
+/// Base path of every catalog route.
+pub const BASE_PATH: &str = "/iceberg";
+
+/// Shared state of every handler.
+#[derive(Clone)]
+pub struct AppState {
+    pub catalog: Arc<Catalog>,
+}
+
+fn method_router(operation: Operation) -> MethodRouter<AppState> {
+    use handlers::*;
+    match operation {
+        Operation::GetConfig => get(get_config),
+        Operation::ListNamespaces => get(list_namespaces),
+        Operation::CreateNamespace => post(create_namespace),
+        Operation::LoadNamespace => get(load_namespace),
+        Operation::NamespaceExists => head(namespace_exists),
+        Operation::DropNamespace => delete(drop_namespace),
+        Operation::UpdateNamespaceProperties => post(update_namespace_properties),
+        Operation::ListTables => get(list_tables),
+        Operation::CreateTable => post(create_table),
+        Operation::LoadTable => get(load_table),
+        Operation::LoadCredentials => get(load_credentials),
+        Operation::TableExists => head(table_exists),
+        Operation::CommitTable => post(commit_table),
+        Operation::DropTable => delete(drop_table),
+        Operation::RenameTable => post(rename_table),
+        Operation::ReportMetrics => post(report_metrics),
+        Operation::ListViews => get(list_views),
+    }
+}
+
+/// A router serving the routes of `groups` under `/iceberg`.
+pub fn router(catalog: Arc<Catalog>, groups: &[Group]) -> Router {
+    let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
+    for route in ROUTES.iter().filter(|r| groups.contains(&r.group)) {
+        let added = method_router(route.operation);
+        let merged = match by_path.remove(route.path) {
+            Some(existing) => existing.merge(added),
+            None => added,
+        };
+        by_path.insert(route.path, merged);
+    }
+    let mut router = Router::new();
+    for (path, methods) in by_path {
+        router = router.route(&format!("{BASE_PATH}{path}"), methods);
+    }
+    router
+        .fallback(handlers::unknown_route)
+        .method_not_allowed_fallback(handlers::method_not_allowed)
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .layer(middleware::from_fn(log_request))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            panic_response,
+        ))
+        .with_state(AppState { catalog })
+}
+
+/// One structured line per request. Only method, path and status: never headers or bodies.
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "request"
+    );
+    response
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("request handler panicked");
+    CatalogError::Internal("Internal server error".into()).into_response()
+}

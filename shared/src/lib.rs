@@ -1,0 +1,18 @@
+//! Floe: a serverless Apache Iceberg REST catalog.
+//!
+//! This crate is the catalog itself: the REST surface (`http`), the operations (`catalog`),
+//! authentication and authorization, and the ports with their adapters (`store`, `objects`,
+//! `vending`). The `floe` command and every Lambda function are thin shells around it.
+
+pub mod auth;
+pub mod authz;
+pub mod bootstrap;
+pub mod catalog;
+pub mod clock;
+pub mod error;
+pub mod http;
+pub mod objects;
+pub mod routes;
+pub mod store;
+pub mod types;
+pub mod vending;

@@ -1,0 +1,247 @@
+//! Local-filesystem `ObjectStore` for `file://` warehouses.
+
+use std::io::Write as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use super::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
+use crate::store::rows::{BucketRow, Platform};
+
+/// Files under one root directory, addressed as `file://<root>/...`.
+#[derive(Debug, Clone)]
+pub struct LocalObjectStore {
+    root: PathBuf,
+}
+
+/// The `file://` URL of an absolute local path.
+pub fn file_url(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+impl LocalObjectStore {
+    pub fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    /// Maps a location to a path, refusing anything that escapes the root.
+    fn path_of(&self, location: &str) -> Result<PathBuf, ObjectError> {
+        let outside = || ObjectError::OutsideStore(location.to_owned());
+        let raw = location.strip_prefix("file://").ok_or_else(outside)?;
+        let path = Path::new(raw);
+        if path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+        {
+            return Err(outside());
+        }
+        if !path.starts_with(&self.root) {
+            return Err(outside());
+        }
+        Ok(path.to_path_buf())
+    }
+}
+
+fn io_err(location: &str, e: std::io::Error) -> ObjectError {
+    ObjectError::Io {
+        location: location.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    location: &str,
+    f: impl FnOnce() -> Result<T, ObjectError> + Send + 'static,
+) -> Result<T, ObjectError> {
+    let location = location.to_owned();
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ObjectError::Io {
+            location,
+            reason: format!("storage task failed: {e}"),
+        })?
+}
+
+#[async_trait]
+impl ObjectStore for LocalObjectStore {
+    async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
+        let path = self.path_of(location)?;
+        let loc = location.to_owned();
+        blocking(location, move || match std::fs::read(&path) {
+            Ok(bytes) => Ok(Bytes::from(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ObjectError::NotFound(loc)),
+            Err(e) => Err(io_err(&loc, e)),
+        })
+        .await
+    }
+
+    async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError> {
+        let path = self.path_of(location)?;
+        let loc = location.to_owned();
+        blocking(location, move || {
+            let dir = path
+                .parent()
+                .ok_or_else(|| ObjectError::OutsideStore(loc.clone()))?;
+            std::fs::create_dir_all(dir).map_err(|e| io_err(&loc, e))?;
+            // Write a complete temporary file, then hard-link it into place: linking fails if
+            // the target exists, so a reader never sees a partial file and nothing is replaced.
+            let mut tmp = tempfile_in(dir).map_err(|e| io_err(&loc, e))?;
+            tmp.1.write_all(&bytes).map_err(|e| io_err(&loc, e))?;
+            tmp.1.sync_all().map_err(|e| io_err(&loc, e))?;
+            let linked = std::fs::hard_link(&tmp.0, &path);
+            let _ = std::fs::remove_file(&tmp.0);
+            match linked {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    Err(ObjectError::AlreadyExists(loc))
+                }
+                Err(e) => Err(io_err(&loc, e)),
+            }
+        })
+        .await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+        let dir = self.path_of(prefix.trim_end_matches('/'))?;
+        let loc = prefix.to_owned();
+        blocking(prefix, move || {
+            let mut found = Vec::new();
+            let mut stack = vec![dir];
+            while let Some(dir) = stack.pop() {
+                let entries = match std::fs::read_dir(&dir) {
+                    Ok(entries) => entries,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io_err(&loc, e)),
+                };
+                for entry in entries {
+                    let entry = entry.map_err(|e| io_err(&loc, e))?;
+                    let kind = entry.file_type().map_err(|e| io_err(&loc, e))?;
+                    if kind.is_dir() {
+                        stack.push(entry.path());
+                    } else if !is_temporary(&entry.path()) {
+                        found.push(file_url(&entry.path()));
+                        if found.len() >= limit {
+                            return Ok(found);
+                        }
+                    }
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+
+    async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
+        let paths = locations
+            .iter()
+            .map(|l| self.path_of(l).map(|p| (l.clone(), p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        blocking("delete", move || {
+            for (loc, path) in paths {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_err(&loc, e)),
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+const TMP_MARKER: &str = ".floe-tmp-";
+
+fn is_temporary(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(TMP_MARKER))
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let name = format!("{TMP_MARKER}{}", uuid::Uuid::new_v4().simple());
+    let path = dir.join(name);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok((path, file))
+}
+
+/// Serves `Local` bucket configurations whose root is a `file://` directory.
+#[derive(Debug, Default, Clone)]
+pub struct LocalObjectStores;
+
+impl ObjectStores for LocalObjectStores {
+    fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
+        match bucket.platform {
+            Platform::Local => {
+                let root = bucket.root.strip_prefix("file://").ok_or_else(|| {
+                    ObjectStoresError::Invalid {
+                        nickname: bucket.nickname.clone(),
+                        reason: "a local bucket root must be a file:// URL".into(),
+                    }
+                })?;
+                Ok(Arc::new(LocalObjectStore::new(PathBuf::from(root))))
+            }
+            Platform::S3 => Err(ObjectStoresError::Unsupported(
+                "S3 (not configured on this server)",
+            )),
+            Platform::Azure => Err(ObjectStoresError::Unsupported("Azure")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn put_if_absent_never_overwrites_and_list_sees_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path().to_path_buf());
+        let root = file_url(dir.path());
+        let loc = format!("{root}/ns/t/metadata/00000-a.metadata.json");
+        store
+            .put_if_absent(&loc, Bytes::from_static(b"one"))
+            .await
+            .unwrap();
+        let again = store.put_if_absent(&loc, Bytes::from_static(b"two")).await;
+        assert!(matches!(again, Err(ObjectError::AlreadyExists(_))));
+        assert_eq!(store.get(&loc).await.unwrap(), Bytes::from_static(b"one"));
+        assert_eq!(
+            store.list(&format!("{root}/ns/"), 10).await.unwrap(),
+            vec![loc.clone()]
+        );
+        assert!(
+            store
+                .list(&format!("{root}/other/"), 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        store.delete(std::slice::from_ref(&loc)).await.unwrap();
+        assert!(matches!(
+            store.get(&loc).await,
+            Err(ObjectError::NotFound(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn locations_outside_the_root_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalObjectStore::new(dir.path().join("wh"));
+        for bad in [
+            "s3://bucket/x".to_string(),
+            format!("file://{}/elsewhere/x", dir.path().display()),
+            format!("file://{}/wh/../x", dir.path().display()),
+        ] {
+            assert!(
+                matches!(store.get(&bad).await, Err(ObjectError::OutsideStore(_))),
+                "{bad}"
+            );
+        }
+    }
+}

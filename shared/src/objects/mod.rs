@@ -1,0 +1,62 @@
+//! The `ObjectStore` port: metadata files, marker files and prefix checks in table storage.
+//!
+//! Locations are full URLs (`file:///...`, `s3://bucket/...`). Writes never overwrite: a metadata
+//! file, once written, is immutable, which is what makes the pointer swap safe.
+
+pub mod local;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::store::rows::BucketRow;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error("object not found: {0}")]
+    NotFound(String),
+    #[error("object already exists: {0}")]
+    AlreadyExists(String),
+    #[error("location {0} is outside this store")]
+    OutsideStore(String),
+    #[error("storage I/O failed for {location}: {reason}")]
+    Io { location: String, reason: String },
+}
+
+/// Object access within one bucket configuration.
+#[async_trait]
+pub trait ObjectStore: Send + Sync + 'static {
+    async fn get(&self, location: &str) -> Result<Bytes, ObjectError>;
+
+    /// Writes only when nothing exists at `location` yet.
+    async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError>;
+
+    /// Up to `limit` object locations under `prefix` (a location ending in `/`).
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError>;
+
+    /// Deletes objects; absent ones are not an error.
+    async fn delete(&self, locations: &[String]) -> Result<(), ObjectError>;
+}
+
+/// Picks the object store that serves a bucket configuration.
+pub trait ObjectStores: Send + Sync + 'static {
+    fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>, ObjectStoresError>;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectStoresError {
+    #[error("{0} buckets are not supported for Iceberg storage")]
+    Unsupported(&'static str),
+    #[error("bucket configuration '{nickname}' is invalid: {reason}")]
+    Invalid { nickname: String, reason: String },
+}
+
+/// Joins a directory-like location and a relative path with exactly one `/`.
+pub fn join(base: &str, rest: &str) -> String {
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        rest.trim_start_matches('/')
+    )
+}

@@ -1,0 +1,213 @@
+//! The route table: every endpoint Floe serves, defined once.
+//!
+//! `floe serve`, each Lambda function, template.yaml and the `endpoints` list of
+//! `GET /v1/config` are all derived from (or tested against) this table.
+
+/// The Lambda function (endpoint group) that owns a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Group {
+    Config,
+    Namespaces,
+    Tables,
+    Commits,
+    Credentials,
+}
+
+impl Group {
+    pub const ALL: [Group; 5] = [
+        Group::Config,
+        Group::Namespaces,
+        Group::Tables,
+        Group::Commits,
+        Group::Credentials,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Config => "config",
+            Group::Namespaces => "namespaces",
+            Group::Tables => "tables",
+            Group::Commits => "commits",
+            Group::Credentials => "credentials",
+        }
+    }
+}
+
+/// The catalog operation behind a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    GetConfig,
+    ListNamespaces,
+    CreateNamespace,
+    LoadNamespace,
+    NamespaceExists,
+    DropNamespace,
+    UpdateNamespaceProperties,
+    ListTables,
+    CreateTable,
+    LoadTable,
+    LoadCredentials,
+    TableExists,
+    CommitTable,
+    DropTable,
+    RenameTable,
+    ReportMetrics,
+    ListViews,
+}
+
+/// One served route; `path` is the spec's template, relative to the base path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub group: Group,
+    pub operation: Operation,
+}
+
+impl Route {
+    /// The route as the spec's `endpoints` entry, e.g. `GET /v1/{prefix}/namespaces`.
+    pub fn endpoint(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+}
+
+const fn route(
+    method: &'static str,
+    path: &'static str,
+    group: Group,
+    operation: Operation,
+) -> Route {
+    Route {
+        method,
+        path,
+        group,
+        operation,
+    }
+}
+
+/// Every route, in the reference's order.
+pub const ROUTES: &[Route] = &[
+    route("GET", "/v1/config", Group::Config, Operation::GetConfig),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces",
+        Group::Namespaces,
+        Operation::ListNamespaces,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces",
+        Group::Namespaces,
+        Operation::CreateNamespace,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}",
+        Group::Namespaces,
+        Operation::LoadNamespace,
+    ),
+    route(
+        "HEAD",
+        "/v1/{prefix}/namespaces/{namespace}",
+        Group::Namespaces,
+        Operation::NamespaceExists,
+    ),
+    route(
+        "DELETE",
+        "/v1/{prefix}/namespaces/{namespace}",
+        Group::Namespaces,
+        Operation::DropNamespace,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/properties",
+        Group::Namespaces,
+        Operation::UpdateNamespaceProperties,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}/tables",
+        Group::Tables,
+        Operation::ListTables,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables",
+        Group::Tables,
+        Operation::CreateTable,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        Group::Tables,
+        Operation::LoadTable,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+        Group::Credentials,
+        Operation::LoadCredentials,
+    ),
+    route(
+        "HEAD",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        Group::Tables,
+        Operation::TableExists,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        Group::Commits,
+        Operation::CommitTable,
+    ),
+    route(
+        "DELETE",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        Group::Tables,
+        Operation::DropTable,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/tables/rename",
+        Group::Tables,
+        Operation::RenameTable,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+        Group::Tables,
+        Operation::ReportMetrics,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}/views",
+        Group::Tables,
+        Operation::ListViews,
+    ),
+];
+
+/// The `endpoints` list advertised by `GET /v1/config`.
+pub fn advertised_endpoints() -> Vec<String> {
+    ROUTES.iter().map(Route::endpoint).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn seventeen_unique_routes_each_in_one_group() {
+        assert_eq!(ROUTES.len(), 17);
+        let endpoints: HashSet<String> = ROUTES.iter().map(Route::endpoint).collect();
+        assert_eq!(endpoints.len(), 17);
+        let ops: HashSet<Operation> = ROUTES.iter().map(|r| r.operation).collect();
+        assert_eq!(ops.len(), 17);
+        for group in Group::ALL {
+            assert!(
+                ROUTES.iter().any(|r| r.group == group),
+                "{group:?} has no route"
+            );
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The `MetaStore` port: catalog rows and their conditional writes.
+//!
+//! The model is DynamoDB's single-table design (partition key, sort key, a version counter and an
+//! opaque body) so that every adapter offers exactly the same semantics: atomic multi-item writes
+//! whose conditions all hold or nothing is written. The metadata-pointer compare-and-swap is one
+//! such write with a `VersionIs` condition.
+
+pub mod embedded;
+pub mod rows;
+
+use async_trait::async_trait;
+
+/// Primary key of one catalog item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl Key {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Self {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
+    }
+}
+
+/// One stored item: a versioned, opaque JSON body. The version is what conditions compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub key: Key,
+    pub version: u64,
+    pub body: Vec<u8>,
+}
+
+/// What must hold about an item's current state for a write to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    Always,
+    NotExists,
+    Exists,
+    VersionIs(u64),
+}
+
+/// One part of an atomic write.
+#[derive(Debug, Clone)]
+pub enum Write {
+    Put { item: Item, condition: Condition },
+    Delete { key: Key, condition: Condition },
+    Check { key: Key, condition: Condition },
+}
+
+impl Write {
+    pub fn key(&self) -> &Key {
+        match self {
+            Write::Put { item, .. } => &item.key,
+            Write::Delete { key, .. } | Write::Check { key, .. } => key,
+        }
+    }
+
+    pub fn condition(&self) -> Condition {
+        match self {
+            Write::Put { condition, .. }
+            | Write::Delete { condition, .. }
+            | Write::Check { condition, .. } => *condition,
+        }
+    }
+}
+
+/// Store failures. `Unknown` means the write may or may not have landed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("condition failed on write {index} ({key:?})")]
+    ConditionFailed { index: usize, key: Key },
+    #[error("store outcome unknown: {0}")]
+    Unknown(String),
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("store holds a malformed item {key:?}: {reason}")]
+    Corrupt { key: Key, reason: String },
+    #[error("invalid write: {0}")]
+    Invalid(String),
+}
+
+/// Catalog state storage with conditional, atomic multi-item writes.
+#[async_trait]
+pub trait MetaStore: Send + Sync + 'static {
+    /// Reads one item with strong consistency.
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
+
+    /// Items of one partition whose sort key starts with `sk_prefix`, ascending, strictly after
+    /// `start_after` when given, at most `limit`.
+    async fn query(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError>;
+
+    /// Applies every write, or none when any condition fails.
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError>;
+}
+
+/// Checks one condition against the current version (`None` when the item is absent).
+pub fn condition_holds(condition: Condition, current: Option<u64>) -> bool {
+    match condition {
+        Condition::Always => true,
+        Condition::NotExists => current.is_none(),
+        Condition::Exists => current.is_some(),
+        Condition::VersionIs(v) => current == Some(v),
+    }
+}
+
+/// Rejects write batches that no adapter could apply atomically.
+pub fn validate_batch(writes: &[Write]) -> Result<(), StoreError> {
+    if writes.is_empty() {
+        return Err(StoreError::Invalid("empty write batch".into()));
+    }
+    if writes.len() > 100 {
+        return Err(StoreError::Invalid(
+            "more than 100 writes in one batch".into(),
+        ));
+    }
+    let mut keys: Vec<&Key> = writes.iter().map(Write::key).collect();
+    keys.sort();
+    if keys.windows(2).any(|w| w[0] == w[1]) {
+        return Err(StoreError::Invalid(
+            "one batch touches the same item twice".into(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! The `CredentialVendor` port: short-lived storage credentials scoped to one table location.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::auth::Principal;
+use crate::error::CatalogError;
+use crate::store::rows::{BucketRow, Platform};
+
+/// What the credentials may do: readers never receive write access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessLevel {
+    Read,
+    ReadWrite,
+}
+
+/// The spec's StorageCredential: a config map valid under `prefix`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StorageCredential {
+    pub prefix: String,
+    pub config: BTreeMap<String, String>,
+}
+
+/// Credentials plus the flat client config that goes with them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Vended {
+    pub credentials: Vec<StorageCredential>,
+    /// Keys for the LoadTableResult `config` (credentials duplicated, endpoint, region, ...).
+    pub config: BTreeMap<String, String>,
+}
+
+#[async_trait]
+pub trait CredentialVendor: Send + Sync + 'static {
+    async fn vend(
+        &self,
+        bucket: &BucketRow,
+        table_location: &str,
+        access: AccessLevel,
+        principal: &Principal,
+    ) -> Result<Vended, CatalogError>;
+}
+
+/// For storage the engine reaches directly (a local warehouse): nothing to vend.
+#[derive(Debug, Default, Clone)]
+pub struct NoVending;
+
+#[async_trait]
+impl CredentialVendor for NoVending {
+    async fn vend(
+        &self,
+        bucket: &BucketRow,
+        _table_location: &str,
+        _access: AccessLevel,
+        _principal: &Principal,
+    ) -> Result<Vended, CatalogError> {
+        match bucket.platform {
+            Platform::Local => Ok(Vended::default()),
+            _ => Err(CatalogError::Internal(
+                "Credential vending is not configured on this server".into(),
+            )),
+        }
+    }
+}
