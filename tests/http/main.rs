@@ -1,0 +1,9 @@
+//! HTTP-level tests: the full router, a real embedded store and a real local warehouse.
+
+mod commits;
+mod concurrency;
+mod config;
+mod errors;
+mod namespaces;
+mod persistence;
+mod tables;

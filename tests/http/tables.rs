@@ -1,0 +1,425 @@
+use floe::store::rows::BucketAuth;
+use floe_tests::*;
+use http::Method;
+use serde_json::{Value, json};
+
+fn tables(ns: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}/tables")
+}
+
+fn file_path(url: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(url.strip_prefix("file://").unwrap())
+}
+
+#[tokio::test]
+async fn create_load_head_list_drop() {
+    let c = TestCatalog::new().await;
+    let ns = c.create_namespace("t1").await;
+    let ns_location = ns["properties"]["location"].as_str().unwrap();
+    let created = c.create_table("t1", "events").await;
+    let location = created["metadata"]["location"].as_str().unwrap();
+    assert_eq!(location, format!("{ns_location}/events"));
+    let metadata_location = created["metadata-location"].as_str().unwrap();
+    assert!(
+        metadata_location.starts_with(&format!("{location}/metadata/00000-"))
+            && metadata_location.ends_with(".metadata.json")
+    );
+    assert!(file_path(metadata_location).exists());
+    assert_eq!(created["metadata"]["format-version"], 2);
+
+    let loaded = c.get(&format!("{}/events", tables("t1"))).await;
+    assert_eq!(
+        loaded.assert_ok(200)["metadata-location"],
+        metadata_location
+    );
+    assert_eq!(loaded.body["metadata"], created["metadata"]);
+    assert_eq!(
+        c.head(&format!("{}/events", tables("t1")))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    assert_eq!(
+        c.head(&format!("{}/nope", tables("t1")))
+            .await
+            .status
+            .as_u16(),
+        404
+    );
+    c.get(&format!("{}/nope", tables("t1")))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    c.get(&format!("{}/x", tables("missing")))
+        .await
+        .assert_error(404, "NoSuchNamespaceException");
+    c.post(&tables("missing"), create_table_body("x"))
+        .await
+        .assert_error(404, "NoSuchNamespaceException");
+
+    c.create_table("t1", "alpha").await;
+    let list = c.get(&tables("t1")).await;
+    assert_eq!(
+        list.assert_ok(200)["identifiers"],
+        json!([{"namespace": ["t1"], "name": "alpha"}, {"namespace": ["t1"], "name": "events"}])
+    );
+    c.post(&tables("t1"), create_table_body("events"))
+        .await
+        .assert_error(409, "AlreadyExistsException");
+
+    // Drop with purge: 204, the catalog entry goes, the files stay.
+    let dropped = c
+        .delete(&format!("{}/events?purgeRequested=true", tables("t1")))
+        .await;
+    assert_eq!(dropped.status.as_u16(), 204);
+    assert!(
+        file_path(metadata_location).exists(),
+        "drop never deletes files"
+    );
+    c.get(&format!("{}/events", tables("t1")))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    c.delete(&format!("{}/events", tables("t1")))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    // Re-creating the name gets a fresh table.
+    let again = c.create_table("t1", "events").await;
+    assert_ne!(
+        again["metadata"]["table-uuid"],
+        created["metadata"]["table-uuid"]
+    );
+}
+
+#[tokio::test]
+async fn table_identifiers_are_validated() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("ids").await;
+    c.post(&tables("ids"), create_table_body("a/b"))
+        .await
+        .assert_error(400, "BadRequestException");
+    c.post(&tables("ids"), create_table_body("a\u{1f}b"))
+        .await
+        .assert_error(400, "BadRequestException");
+    c.post(&tables("ids"), create_table_body(""))
+        .await
+        .assert_error(400, "BadRequestException");
+    // A nested table identifier is 404 NoSuchTableException, not 400.
+    c.get(&format!("/v1/{ORG}/namespaces/ids%1Fdeeper/tables/t"))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    assert_eq!(
+        c.head(&format!("/v1/{ORG}/namespaces/ids%1Fdeeper/tables/t"))
+            .await
+            .status
+            .as_u16(),
+        404
+    );
+}
+
+#[tokio::test]
+async fn format_version_3_is_refused() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("fv").await;
+    let mut body = create_table_body("v3");
+    body["properties"] = json!({"format-version": "3"});
+    c.post(&tables("fv"), body)
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut v1 = create_table_body("v1");
+    v1["properties"] = json!({"format-version": "1"});
+    assert_eq!(
+        c.post(&tables("fv"), v1).await.assert_ok(200)["metadata"]["format-version"],
+        1
+    );
+    let upgrade = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 3}]});
+    c.post(&format!("{}/v1", tables("fv")), upgrade)
+        .await
+        .assert_error(400, "BadRequestException");
+    let to_v2 = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 2}]});
+    assert_eq!(
+        c.post(&format!("{}/v1", tables("fv")), to_v2)
+            .await
+            .assert_ok(200)["metadata"]["format-version"],
+        2
+    );
+}
+
+#[tokio::test]
+async fn explicit_locations_must_stay_in_the_tables_storage() {
+    let c = TestCatalog::new().await;
+    let ns = c.create_namespace("locs").await;
+    let root = ns["properties"]["location"].as_str().unwrap().to_owned();
+    let mut outside = create_table_body("out");
+    outside["location"] = json!("file:///tmp/somewhere-else");
+    c.post(&tables("locs"), outside)
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut sneaky = create_table_body("sneaky");
+    sneaky["location"] = json!(format!("{root}/../escape"));
+    c.post(&tables("locs"), sneaky)
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut inside = create_table_body("in");
+    inside["location"] = json!(format!("{root}/custom/dir/"));
+    let created = c.post(&tables("locs"), inside).await;
+    assert_eq!(
+        created.assert_ok(200)["metadata"]["location"],
+        format!("{root}/custom/dir")
+    );
+}
+
+#[tokio::test]
+async fn storage_overrides_claim_their_own_prefix() {
+    let c = TestCatalog::new().await;
+    let other = c.add_local_bucket("big", BucketAuth::Server).await;
+    c.add_local_bucket("anon", BucketAuth::Anonymous).await;
+    c.create_namespace("ov").await;
+    let mut body = create_table_body("huge");
+    body["properties"] = json!({"arraylake.bucket": "big"});
+    let created = c.post(&tables("ov"), body.clone()).await;
+    let location = created.assert_ok(200)["metadata"]["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        location.starts_with(&format!("{other}/huge-")),
+        "{location}"
+    );
+    assert!(
+        file_path(&location)
+            .join(".arraylake-warehouse.json")
+            .exists()
+    );
+    // Loads and commits work through the override's storage.
+    c.append_snapshot(ADMIN_TOKEN, "ov", "huge", 1)
+        .await
+        .assert_ok(200);
+    let mut staged = body.clone();
+    staged["name"] = json!("staged");
+    staged["stage-create"] = json!(true);
+    c.post(&tables("ov"), staged)
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut unknown = create_table_body("u");
+    unknown["properties"] = json!({"arraylake.bucket": "nope"});
+    c.post(&tables("ov"), unknown)
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut anonymous = create_table_body("a");
+    anonymous["properties"] = json!({"arraylake.bucket": "anon"});
+    c.post(&tables("ov"), anonymous)
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut outside = body.clone();
+    outside["name"] = json!("outside");
+    outside["location"] =
+        json!(c.get(&format!("/v1/{ORG}/namespaces/ov")).await.body["properties"]["location"]);
+    c.post(&tables("ov"), outside)
+        .await
+        .assert_error(400, "BadRequestException");
+}
+
+#[tokio::test]
+async fn stage_create_persists_nothing_until_the_create_commit() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("stage").await;
+    let mut body = create_table_body("staged");
+    body["stage-create"] = json!(true);
+    let staged = c.post(&tables("stage"), body).await;
+    let staged = staged.assert_ok(200).clone();
+    assert!(staged["metadata-location"].is_null());
+    c.get(&format!("{}/staged", tables("stage")))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    let metadata = &staged["metadata"];
+    let commit = json!({
+        "requirements": [{"type": "assert-create"}],
+        "updates": [
+            {"action": "assign-uuid", "uuid": metadata["table-uuid"]},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": metadata["schemas"][0]},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "add-spec", "spec": {"fields": []}},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+            {"action": "set-location", "location": metadata["location"]},
+            {"action": "set-properties", "updates": {"owner": "stage"}}
+        ]
+    });
+    let committed = c
+        .post(&format!("{}/staged", tables("stage")), commit.clone())
+        .await;
+    let body = committed.assert_ok(200);
+    assert!(
+        body["metadata-location"]
+            .as_str()
+            .unwrap()
+            .contains("/metadata/00000-")
+    );
+    assert_eq!(body["metadata"]["table-uuid"], metadata["table-uuid"]);
+    assert_eq!(body["metadata"]["properties"]["owner"], "stage");
+    c.get(&format!("{}/staged", tables("stage")))
+        .await
+        .assert_ok(200);
+    // A second create commit loses: the table exists now.
+    c.post(&format!("{}/staged", tables("stage")), commit)
+        .await
+        .assert_error(409, "CommitFailedException");
+}
+
+#[tokio::test]
+async fn rename_within_a_namespace_only() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("rn").await;
+    c.create_namespace("r2").await;
+    let original = c.create_table("rn", "old").await;
+    c.create_table("rn", "taken").await;
+    let rename = |from: &str, to_ns: &str, to: &str| json!({"source": {"namespace": ["rn"], "name": from}, "destination": {"namespace": [to_ns], "name": to}});
+    let path = format!("/v1/{ORG}/tables/rename");
+    c.post(&path, rename("old", "r2", "moved"))
+        .await
+        .assert_error(400, "BadRequestException");
+    c.post(&path, rename("old", "rn", "taken"))
+        .await
+        .assert_error(409, "AlreadyExistsException");
+    c.post(&path, rename("missing", "rn", "x"))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    c.post(&path, rename("old", "rn", "bad/name"))
+        .await
+        .assert_error(400, "BadRequestException");
+    assert_eq!(
+        c.post(&path, rename("old", "rn", "new"))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    c.get(&format!("{}/old", tables("rn")))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    let moved = c.get(&format!("{}/new", tables("rn"))).await;
+    assert_eq!(
+        moved.assert_ok(200)["metadata"]["table-uuid"],
+        original["metadata"]["table-uuid"]
+    );
+    // The old name is free again, and its new table does not share the renamed table's files.
+    let reborn = c.create_table("rn", "old").await;
+    assert_ne!(
+        reborn["metadata"]["location"],
+        original["metadata"]["location"]
+    );
+    let nested = json!({"source": {"namespace": ["rn", "x"], "name": "new"}, "destination": {"namespace": ["rn"], "name": "n2"}});
+    c.post(&path, nested)
+        .await
+        .assert_error(404, "NoSuchTableException");
+}
+
+#[tokio::test]
+async fn metrics_views_and_credentials() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("mm").await;
+    c.create_table("mm", "t").await;
+    let report = json!({"report-type": "scan-report", "table-name": "mm.t", "snapshot-id": 1, "filter": true, "schema-id": 0, "projected-field-ids": [1], "projected-field-names": ["id"], "metrics": {}});
+    assert_eq!(
+        c.post(&format!("{}/t/metrics", tables("mm")), report.clone())
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    c.post(&format!("{}/nope/metrics", tables("mm")), report)
+        .await
+        .assert_error(404, "NoSuchTableException");
+    let views = c.get(&format!("/v1/{ORG}/namespaces/mm/views")).await;
+    assert_eq!(views.assert_ok(200)["identifiers"], json!([]));
+    c.get(&format!("/v1/{ORG}/namespaces/nope/views"))
+        .await
+        .assert_error(404, "NoSuchNamespaceException");
+    let creds = c.get(&format!("{}/t/credentials", tables("mm"))).await;
+    assert_eq!(creds.assert_ok(200)["storage-credentials"], json!([]));
+    c.get(&format!("{}/nope/credentials", tables("mm")))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    let vended = c
+        .request(
+            Method::GET,
+            &format!("{}/t", tables("mm")),
+            Some(ADMIN_TOKEN),
+            None,
+        )
+        .await;
+    assert_eq!(vended.assert_ok(200)["config"], json!({}));
+}
+
+#[tokio::test]
+async fn table_operations_respect_org_roles() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("roles").await;
+    c.create_table("roles", "t").await;
+    let reader = c.read_token.clone();
+    c.request(
+        Method::GET,
+        &format!("{}/t", tables("roles")),
+        Some(&reader),
+        None,
+    )
+    .await
+    .assert_ok(200);
+    c.request(Method::GET, &tables("roles"), Some(&reader), None)
+        .await
+        .assert_ok(200);
+    c.post_as(&reader, &tables("roles"), create_table_body("x"))
+        .await
+        .assert_error(403, "ForbiddenException");
+    c.request(
+        Method::DELETE,
+        &format!("{}/t", tables("roles")),
+        Some(&reader),
+        None,
+    )
+    .await
+    .assert_error(403, "ForbiddenException");
+    c.append_snapshot(&reader, "roles", "t", 5)
+        .await
+        .assert_error(403, "ForbiddenException");
+    let outsider = c.outsider_token.clone();
+    c.request(
+        Method::GET,
+        &format!("{}/t", tables("roles")),
+        Some(&outsider),
+        None,
+    )
+    .await
+    .assert_error(403, "ForbiddenException");
+    c.post_as(&c.write_token, &tables("roles"), create_table_body("w"))
+        .await
+        .assert_ok(200);
+}
+
+#[tokio::test]
+async fn snapshots_refs_mode_returns_only_referenced_snapshots() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("snaps").await;
+    c.create_table("snaps", "t").await;
+    c.append_snapshot(ADMIN_TOKEN, "snaps", "t", 1)
+        .await
+        .assert_ok(200);
+    c.append_snapshot(ADMIN_TOKEN, "snaps", "t", 2)
+        .await
+        .assert_ok(200);
+    let all: Value = c.get(&format!("{}/t", tables("snaps"))).await.body;
+    assert_eq!(all["metadata"]["snapshots"].as_array().unwrap().len(), 2);
+    let refs: Value = c
+        .get(&format!("{}/t?snapshots=refs", tables("snaps")))
+        .await
+        .body;
+    let ids: Vec<i64> = refs["metadata"]["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["snapshot-id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![2]);
+}
