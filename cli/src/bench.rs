@@ -4,18 +4,11 @@
 //! 127.0.0.1 port, so the figures are reproducible with one command; `--url` and `--token`
 //! measure an already running catalog instead.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Args;
-use floe::bootstrap::{self, DevSettings};
-use floe::catalog::Catalog;
-use floe::clock::SystemClock;
-use floe::objects::local::LocalObjectStores;
 use floe::routes::Group;
-use floe::store::embedded::EmbeddedStore;
-use floe::vending::NoVending;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -239,24 +232,10 @@ fn now_ms() -> u64 {
 }
 
 async fn start_private_catalog(dir: &std::path::Path) -> Result<(String, String), String> {
-    let store = Arc::new(EmbeddedStore::open(&dir.join("catalog")).map_err(|e| e.to_string())?);
-    let clock = Arc::new(SystemClock);
-    let warehouse = dir.join("warehouse");
     let token = floe::auth::generate_token();
-    let settings = DevSettings {
-        org: "demo",
-        warehouse: &warehouse,
-        token: Some(&token),
-    };
-    bootstrap::bootstrap_dev(&*store, &*clock, &settings)
+    let (catalog, _) = floe::local::open(dir, "demo", Some(&token))
         .await
         .map_err(|e| e.to_string())?;
-    let catalog = Arc::new(Catalog::new(
-        store,
-        Arc::new(LocalObjectStores),
-        Arc::new(NoVending),
-        clock,
-    ));
     let app = floe::http::router(catalog, &Group::ALL);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

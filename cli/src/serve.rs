@@ -2,17 +2,13 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::Args;
-use floe::bootstrap::{self, DevSettings};
-use floe::catalog::Catalog;
+use floe::bootstrap;
 use floe::clock::SystemClock;
-use floe::objects::local::LocalObjectStores;
 use floe::routes::Group;
 use floe::store::embedded::EmbeddedStore;
 use floe::store::rows::OrgRole;
-use floe::vending::NoVending;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -73,22 +69,15 @@ fn init_logging(format: &str) {
 }
 
 fn open_store(data_dir: &Path) -> Result<EmbeddedStore, String> {
-    EmbeddedStore::open(&data_dir.join("catalog")).map_err(|e| e.to_string())
+    EmbeddedStore::open(&floe::local::store_dir(data_dir)).map_err(|e| e.to_string())
 }
 
 pub async fn serve(args: ServeArgs) -> Result<(), String> {
     init_logging(&args.log_format);
-    let store = Arc::new(open_store(&args.data_dir)?);
-    let clock = Arc::new(SystemClock);
-    let warehouse = args.data_dir.join("warehouse");
-    let settings = DevSettings {
-        org: &args.dev_org,
-        warehouse: &warehouse,
-        token: args.dev_token.as_deref(),
-    };
-    let boot = bootstrap::bootstrap_dev(&*store, &*clock, &settings)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (catalog, boot) =
+        floe::local::open(&args.data_dir, &args.dev_org, args.dev_token.as_deref())
+            .await
+            .map_err(|e| e.to_string())?;
     if let Some(token) = &boot.generated_token {
         let path = args.data_dir.join("dev-token");
         write_secret(&path, token).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -98,12 +87,6 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
             path.display()
         );
     }
-    let catalog = Arc::new(Catalog::new(
-        store,
-        Arc::new(LocalObjectStores),
-        Arc::new(NoVending),
-        clock,
-    ));
     let app = floe::http::router(catalog, &Group::ALL);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

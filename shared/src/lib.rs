@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod clock;
 pub mod error;
 pub mod http;
+pub mod local;
 pub mod objects;
 pub mod routes;
 pub mod store;

@@ -47,12 +47,12 @@ impl Catalog {
         stamp_authors(&mut body, &ctx.principal);
         let request: CommitTableRequest = serde_json::from_value(body)
             .map_err(|e| CatalogError::BadRequest(format!("Invalid commit request: {e}")))?;
-        if let Some(id) = &request.identifier {
-            if names::single_level(&id.namespace).ok() != Some(namespace) || id.name != table {
-                return Err(CatalogError::BadRequest(
-                    "The commit's identifier does not match the table in the path".into(),
-                ));
-            }
+        if let Some(id) = &request.identifier
+            && (names::single_level(&id.namespace).ok() != Some(namespace) || id.name != table)
+        {
+            return Err(CatalogError::BadRequest(
+                "The commit's identifier does not match the table in the path".into(),
+            ));
         }
         reject_format_v3(&request.updates)?;
         let ns = self.live_namespace(ctx, namespace).await?;
@@ -353,12 +353,12 @@ fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
 /// A set-location update must stay inside the table's storage.
 fn check_locations(updates: &[TableUpdate], root: &str) -> Result<()> {
     for update in updates {
-        if let TableUpdate::SetLocation { location } = update {
-            if !storage::is_within(location, root) {
-                return Err(CatalogError::BadRequest(format!(
-                    "Table location '{location}' is outside the table's storage"
-                )));
-            }
+        if let TableUpdate::SetLocation { location } = update
+            && !storage::is_within(location, root)
+        {
+            return Err(CatalogError::BadRequest(format!(
+                "Table location '{location}' is outside the table's storage"
+            )));
         }
     }
     Ok(())

@@ -30,14 +30,21 @@ pub struct CachedMetadata {
 /// can never be stale: this makes a warm loadTable one store read and no object read.
 pub struct MetadataCache {
     capacity: usize,
-    inner: Mutex<(HashMap<String, Arc<CachedMetadata>>, VecDeque<String>)>,
+    inner: Mutex<Entries>,
+}
+
+/// Cached files and their insertion order, for first-in-first-out eviction.
+#[derive(Default)]
+struct Entries {
+    by_location: HashMap<String, Arc<CachedMetadata>>,
+    order: VecDeque<String>,
 }
 
 impl MetadataCache {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            inner: Mutex::new((HashMap::new(), VecDeque::new())),
+            inner: Mutex::new(Entries::default()),
         }
     }
 
@@ -45,14 +52,17 @@ impl MetadataCache {
         self.inner
             .lock()
             .expect("cache lock")
-            .0
+            .by_location
             .get(location)
             .cloned()
     }
 
     fn insert(&self, location: &str, entry: Arc<CachedMetadata>) {
         let mut guard = self.inner.lock().expect("cache lock");
-        let (map, order) = &mut *guard;
+        let Entries {
+            by_location: map,
+            order,
+        } = &mut *guard;
         if map.insert(location.to_owned(), entry).is_none() {
             order.push_back(location.to_owned());
             while order.len() > self.capacity {

@@ -161,11 +161,14 @@ impl Catalog {
                 return self
                     .table_result(
                         ctx,
-                        &ns.row,
-                        &placement.bucket,
+                        TableAt {
+                            ns: &ns.row,
+                            bucket: &placement.bucket,
+                            name: &request.name,
+                            location: &placement.location,
+                        },
                         None,
                         raw,
-                        (&request.name, &placement.location),
                         options,
                     )
                     .await;
@@ -178,11 +181,14 @@ impl Catalog {
                     return self
                         .table_result(
                             ctx,
-                            &ns.row,
-                            &bucket,
+                            TableAt {
+                                ns: &ns.row,
+                                bucket: &bucket,
+                                name: &row.name,
+                                location: &row.location,
+                            },
                             Some(row.metadata_location.clone()),
                             raw,
-                            (&row.name, &row.location),
                             options,
                         )
                         .await;
@@ -392,11 +398,14 @@ impl Catalog {
         };
         self.table_result(
             ctx,
-            &ns.row,
-            &bucket,
+            TableAt {
+                ns: &ns.row,
+                bucket: &bucket,
+                name: &row.name,
+                location: &row.location,
+            },
             Some(row.metadata_location.clone()),
             raw,
-            (&row.name, &row.location),
             options,
         )
         .await
@@ -554,15 +563,13 @@ impl Catalog {
     async fn table_result(
         &self,
         ctx: &OrgContext,
-        ns: &NamespaceRow,
-        bucket: &BucketRow,
+        at: TableAt<'_>,
         metadata_location: Option<String>,
         raw_metadata: String,
-        (table_name, table_location): (&str, &str),
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
         let vended = if options.vend_credentials {
-            self.vend(ctx, ns, bucket, table_name, table_location)
+            self.vend(ctx, at.ns, at.bucket, at.name, at.location)
                 .await?
         } else {
             Vended::default()
@@ -575,6 +582,14 @@ impl Catalog {
             storage_credentials: vended.credentials,
         })
     }
+}
+
+/// A table and the storage it lives on, for building its LoadTableResult.
+struct TableAt<'a> {
+    ns: &'a NamespaceRow,
+    bucket: &'a BucketRow,
+    name: &'a str,
+    location: &'a str,
 }
 
 enum NewTableError {

@@ -1,0 +1,6 @@
+//! Lambda entry point of the credentials endpoint group.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    floe_lambda::serve_group(floe::routes::Group::Credentials).await
+}
