@@ -92,25 +92,17 @@ async fn failed_requirements_are_409_and_write_nothing() {
     c.post(&table("req", "t"), exists)
         .await
         .assert_error(409, "CommitFailedException");
-    for (field, value) in [
-        (
-            "assert-current-schema-id",
-            json!({"type": "assert-current-schema-id", "current-schema-id": 7}),
-        ),
-        (
-            "assert-last-assigned-field-id",
-            json!({"type": "assert-last-assigned-field-id", "last-assigned-field-id": 99}),
-        ),
-        (
-            "assert-default-spec-id",
-            json!({"type": "assert-default-spec-id", "default-spec-id": 3}),
-        ),
+    for requirement in [
+        json!({"type": "assert-current-schema-id", "current-schema-id": 7}),
+        json!({"type": "assert-last-assigned-field-id", "last-assigned-field-id": 99}),
+        json!({"type": "assert-default-spec-id", "default-spec-id": 3}),
+        json!({"type": "assert-default-sort-order-id", "default-sort-order-id": 5}),
+        json!({"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 5}),
     ] {
-        let body = json!({"requirements": [value], "updates": [{"action": "set-properties", "updates": {"x": "y"}}]});
+        let body = json!({"requirements": [requirement], "updates": [{"action": "set-properties", "updates": {"x": "y"}}]});
         c.post(&table("req", "t"), body)
             .await
             .assert_error(409, "CommitFailedException");
-        let _ = field;
     }
     assert_eq!(
         metadata_files(metadata["location"].as_str().unwrap()).len(),
@@ -176,7 +168,7 @@ async fn unknown_or_invalid_updates_are_400() {
 async fn stale_sequence_numbers_are_409() {
     let c = TestCatalog::new().await;
     c.create_namespace("seq").await;
-    let created = c.create_table("seq", "t").await;
+    c.create_table("seq", "t").await;
     c.append_snapshot(ADMIN_TOKEN, "seq", "t", 1)
         .await
         .assert_ok(200);
@@ -187,7 +179,6 @@ async fn stale_sequence_numbers_are_409() {
     c.post(&table("seq", "t"), body)
         .await
         .assert_error(409, "CommitFailedException");
-    let _ = created;
 }
 
 #[tokio::test]

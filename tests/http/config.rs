@@ -1,6 +1,6 @@
 use floe::routes::ROUTES;
+use floe::store::Condition;
 use floe::store::rows::{OrgRow, keys};
-use floe::store::{Condition, Write};
 use floe_tests::*;
 use http::Method;
 
@@ -87,10 +87,6 @@ async fn iceberg_disabled_org_is_403_not_authorized() {
     c.get(&format!("/v1/{ORG}/namespaces"))
         .await
         .assert_error(403, "NotAuthorizedException");
-    let _ = Write::Check {
-        key: keys::org(ORG),
-        condition: Condition::Exists,
-    };
 }
 
 #[tokio::test]
