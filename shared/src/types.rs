@@ -83,15 +83,37 @@ pub struct CreateTableRequest {
 }
 
 /// LoadTableResult: the answer of createTable and loadTable.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct LoadTableResult {
-    #[serde(rename = "metadata-location")]
     pub metadata_location: Option<String>,
-    /// The metadata document exactly as stored, spliced in without re-serializing.
-    pub metadata: Box<serde_json::value::RawValue>,
+    /// The metadata document exactly as stored: it is spliced into the answer, never re-parsed.
+    pub metadata: bytes::Bytes,
     pub config: BTreeMap<String, String>,
-    #[serde(rename = "storage-credentials", skip_serializing_if = "Vec::is_empty")]
     pub storage_credentials: Vec<StorageCredential>,
+}
+
+impl LoadTableResult {
+    /// The JSON body. The stored metadata is valid JSON written by the catalog itself, so it is
+    /// copied in as it is: a loadTable never parses or re-serializes a large metadata file.
+    pub fn to_json(&self) -> Vec<u8> {
+        let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
+        let config = serde_json::to_vec(&self.config).expect("map serializes");
+        let mut out = Vec::with_capacity(self.metadata.len() + location.len() + config.len() + 96);
+        out.extend_from_slice(b"{\"metadata-location\":");
+        out.extend_from_slice(&location);
+        out.extend_from_slice(b",\"metadata\":");
+        out.extend_from_slice(&self.metadata);
+        out.extend_from_slice(b",\"config\":");
+        out.extend_from_slice(&config);
+        if !self.storage_credentials.is_empty() {
+            out.extend_from_slice(b",\"storage-credentials\":");
+            out.extend(
+                serde_json::to_vec(&self.storage_credentials).expect("credentials serialize"),
+            );
+        }
+        out.push(b'}');
+        out
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,4 +134,40 @@ pub struct CommitTableResponse {
 pub struct RenameTableRequest {
     pub source: TableIdentifier,
     pub destination: TableIdentifier,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_table_result_splices_metadata_into_valid_json() {
+        let result = LoadTableResult {
+            metadata_location: Some("file:///w/t/metadata/00000-x.metadata.json".into()),
+            metadata: bytes::Bytes::from_static(
+                br#"{"format-version":2,"location":"file:///w/t"}"#,
+            ),
+            config: BTreeMap::from([("s3.region".to_owned(), "eu-west-1".to_owned())]),
+            storage_credentials: vec![StorageCredential {
+                prefix: "s3://b/t".into(),
+                config: BTreeMap::new(),
+            }],
+        };
+        let value: serde_json::Value = serde_json::from_slice(&result.to_json()).unwrap();
+        assert_eq!(value["metadata"]["format-version"], 2);
+        assert_eq!(
+            value["metadata-location"],
+            "file:///w/t/metadata/00000-x.metadata.json"
+        );
+        assert_eq!(value["config"]["s3.region"], "eu-west-1");
+        assert_eq!(value["storage-credentials"][0]["prefix"], "s3://b/t");
+        let staged = LoadTableResult {
+            metadata_location: None,
+            storage_credentials: vec![],
+            ..result
+        };
+        let value: serde_json::Value = serde_json::from_slice(&staged.to_json()).unwrap();
+        assert!(value["metadata-location"].is_null());
+        assert!(value.get("storage-credentials").is_none());
+    }
 }

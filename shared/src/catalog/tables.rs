@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use iceberg::spec::{
     FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, TableProperties,
     UnboundPartitionSpec,
 };
-use serde_json::value::RawValue;
 
 use super::metadata::metadata_file_location;
 use super::namespaces::{BUCKET_PROPERTY, busy};
@@ -157,7 +157,7 @@ impl Catalog {
             .metadata;
 
             if stage {
-                let raw = serde_json::to_string(&metadata).map_err(internal_json)?;
+                let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(internal_json)?);
                 return self
                     .table_result(
                         ctx,
@@ -294,7 +294,7 @@ impl Catalog {
         name: &str,
         placement: Placement,
         metadata: TableMetadata,
-    ) -> std::result::Result<(TableRow, String, BucketRow), NewTableError> {
+    ) -> std::result::Result<(TableRow, Bytes, BucketRow), NewTableError> {
         let objects = self.objects_for(&placement.bucket)?;
         let metadata_location = metadata_file_location(&placement.location, 0);
         let written = self
@@ -347,11 +347,7 @@ impl Catalog {
             }
         }
         match outcome {
-            Ok(()) => {
-                let raw = String::from_utf8(written.raw.to_vec())
-                    .map_err(|e| CatalogError::Internal(e.to_string()))?;
-                Ok((row, raw, placement.bucket))
-            }
+            Ok(()) => Ok((row, written.raw.clone(), placement.bucket)),
             Err(StoreError::ConditionFailed { index: 0, .. }) => {
                 Err(NewTableError::NamespaceChanged)
             }
@@ -392,9 +388,7 @@ impl Catalog {
         let raw = if options.only_referenced_snapshots {
             referenced_snapshots_only(&cached.raw)?
         } else {
-            std::str::from_utf8(&cached.raw)
-                .map_err(|e| CatalogError::Internal(e.to_string()))?
-                .to_owned()
+            cached.raw.clone()
         };
         self.table_result(
             ctx,
@@ -565,7 +559,7 @@ impl Catalog {
         ctx: &OrgContext,
         at: TableAt<'_>,
         metadata_location: Option<String>,
-        raw_metadata: String,
+        raw_metadata: Bytes,
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
         let vended = if options.vend_credentials {
@@ -574,10 +568,9 @@ impl Catalog {
         } else {
             Vended::default()
         };
-        let metadata = RawValue::from_string(raw_metadata).map_err(internal_json)?;
         Ok(LoadTableResult {
             metadata_location,
-            metadata,
+            metadata: raw_metadata,
             config: vended.config,
             storage_credentials: vended.credentials,
         })
@@ -646,7 +639,7 @@ fn internal_json(e: serde_json::Error) -> CatalogError {
 }
 
 /// The metadata with only the snapshots that a branch or tag points at.
-fn referenced_snapshots_only(raw: &[u8]) -> Result<String> {
+fn referenced_snapshots_only(raw: &[u8]) -> Result<Bytes> {
     let mut value: serde_json::Value = serde_json::from_slice(raw).map_err(internal_json)?;
     let referenced: Vec<i64> = value
         .get("refs")
@@ -664,5 +657,7 @@ fn referenced_snapshots_only(raw: &[u8]) -> Result<String> {
                 .is_some_and(|id| referenced.contains(&id))
         });
     }
-    serde_json::to_string(&value).map_err(internal_json)
+    serde_json::to_vec(&value)
+        .map(Bytes::from)
+        .map_err(internal_json)
 }

@@ -49,6 +49,15 @@ fn table_options(
     })
 }
 
+/// A LoadTableResult as a JSON response, without re-serializing its metadata.
+fn table_response(result: crate::types::LoadTableResult) -> Response {
+    (
+        [(http::header::CONTENT_TYPE, "application/json")],
+        result.to_json(),
+    )
+        .into_response()
+}
+
 fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
@@ -174,12 +183,11 @@ pub async fn create_table(
 ) -> Answer {
     let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
     let options = table_options(&headers, &q)?;
-    Ok(Json(
-        s.catalog
-            .create_table(&ctx, &params.namespace()?, body, options)
-            .await?,
-    )
-    .into_response())
+    let created = s
+        .catalog
+        .create_table(&ctx, &params.namespace()?, body, options)
+        .await?;
+    Ok(table_response(created))
 }
 
 pub async fn load_table(
@@ -192,7 +200,9 @@ pub async fn load_table(
     let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
     let (ns, table) = params.table()?;
     let options = table_options(&headers, &q)?;
-    Ok(Json(s.catalog.load_table(&ctx, &ns, &table, options).await?).into_response())
+    Ok(table_response(
+        s.catalog.load_table(&ctx, &ns, &table, options).await?,
+    ))
 }
 
 pub async fn table_exists(
