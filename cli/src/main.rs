@@ -20,8 +20,9 @@ struct Cli {
 enum Command {
     /// Run every endpoint group on one local port, with the embedded store and a local warehouse.
     Serve(serve::ServeArgs),
-    /// Create an api client in an org of the local data directory and print its token.
-    CreateToken(serve::CreateTokenArgs),
+    /// Administration: store initialization and api-client tokens.
+    #[command(subcommand)]
+    Admin(serve::AdminCommand),
     /// Measure loadTable and commit latency against a running catalog.
     Bench(bench::BenchArgs),
 }
@@ -35,7 +36,7 @@ fn main() -> std::process::ExitCode {
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::serve(args).await,
-            Command::CreateToken(args) => serve::create_token(args).await,
+            Command::Admin(command) => serve::admin(command).await,
             Command::Bench(args) => bench::run(args).await,
         }
     });

@@ -1,13 +1,14 @@
-//! `floe serve` and the local admin commands.
+//! `floe serve` and the admin commands.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use floe::bootstrap;
 use floe::clock::SystemClock;
+use floe::config::{Settings, StoreKind};
 use floe::routes::Group;
-use floe::store::embedded::EmbeddedStore;
+use floe::store::dynamodb::DynamoStore;
 use floe::store::rows::OrgRole;
 
 #[derive(Args)]
@@ -15,26 +16,30 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "FLOE_ADDR", default_value = "127.0.0.1:8181")]
     addr: SocketAddr,
-    /// Directory holding the catalog database and the local warehouse.
-    #[arg(long, env = "FLOE_DATA_DIR", default_value = ".floe")]
-    data_dir: PathBuf,
-    /// Org bootstrapped on first start (the warehouse name clients use).
-    #[arg(long, env = "FLOE_DEV_ORG", default_value = "demo")]
-    dev_org: String,
-    /// Admin token to register; when unset, one is generated on first start.
-    #[arg(long, env = "FLOE_DEV_TOKEN", hide_env_values = true)]
-    dev_token: Option<String>,
     /// Log format: text or json.
     #[arg(long, env = "FLOE_LOG_FORMAT", default_value = "text")]
     log_format: String,
+    #[command(flatten)]
+    settings: Settings,
+}
+
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// Create the DynamoDB table and its indexes (FLOE_STORE=dynamodb); nothing to do for the
+    /// embedded store.
+    Init {
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Create an api client in an org and print its token (shown once, stored hashed).
+    CreateToken(CreateTokenArgs),
 }
 
 #[derive(Args)]
 pub struct CreateTokenArgs {
-    #[arg(long, env = "FLOE_DATA_DIR", default_value = ".floe")]
-    data_dir: PathBuf,
-    #[arg(long, env = "FLOE_DEV_ORG", default_value = "demo")]
-    org: String,
+    /// Org the api client belongs to.
+    #[arg(long)]
+    org: Option<String>,
     /// Display name of the api client.
     #[arg(long)]
     name: String,
@@ -44,6 +49,8 @@ pub struct CreateTokenArgs {
     /// Org role: read, write or admin.
     #[arg(long, default_value = "read", value_parser = parse_role)]
     role: OrgRole,
+    #[command(flatten)]
+    settings: Settings,
 }
 
 fn parse_role(raw: &str) -> Result<OrgRole, String> {
@@ -68,22 +75,19 @@ fn init_logging(format: &str) {
     }
 }
 
-fn open_store(data_dir: &Path) -> Result<EmbeddedStore, String> {
-    EmbeddedStore::open(&floe::local::store_dir(data_dir)).map_err(|e| e.to_string())
-}
-
 pub async fn serve(args: ServeArgs) -> Result<(), String> {
     init_logging(&args.log_format);
-    let (catalog, boot) =
-        floe::local::open(&args.data_dir, &args.dev_org, args.dev_token.as_deref())
-            .await
-            .map_err(|e| e.to_string())?;
+    let settings = &args.settings;
+    let (catalog, boot) = floe::local::open_catalog(settings)
+        .await
+        .map_err(|e| e.to_string())?;
     if let Some(token) = &boot.generated_token {
-        let path = args.data_dir.join("dev-token");
+        std::fs::create_dir_all(&settings.data_dir).map_err(|e| e.to_string())?;
+        let path = settings.data_dir.join("dev-token");
         write_secret(&path, token).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!(
             "Created org '{}' with an admin token (shown once, also saved to {}):\n\n    {token}\n",
-            args.dev_org,
+            settings.dev_org,
             path.display()
         );
     }
@@ -92,10 +96,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(addr = %local, org = %args.dev_org, "Floe catalog listening");
+    tracing::info!(addr = %local, org = %settings.dev_org, store = ?settings.store, "Floe catalog listening");
     eprintln!(
         "Floe catalog: http://{local}/iceberg  (warehouse '{}')",
-        args.dev_org
+        settings.dev_org
     );
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
@@ -129,12 +133,52 @@ fn write_secret(path: &Path, secret: &str) -> std::io::Result<()> {
     writeln!(file, "{secret}")
 }
 
-pub async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
-    let store = open_store(&args.data_dir)?;
+pub async fn admin(command: AdminCommand) -> Result<(), String> {
+    match command {
+        AdminCommand::Init { settings } => init(&settings).await,
+        AdminCommand::CreateToken(args) => create_token(args).await,
+    }
+}
+
+async fn init(settings: &Settings) -> Result<(), String> {
+    match settings.store {
+        StoreKind::Embedded => {
+            eprintln!("The embedded store needs no initialization; `floe serve` creates it.");
+            Ok(())
+        }
+        StoreKind::Dynamodb => {
+            let sdk = floe::local::aws_config().await;
+            let store = DynamoStore::new(aws_sdk_dynamodb_client(&sdk), &settings.dynamodb_table);
+            let created = store.create_table().await.map_err(|e| e.to_string())?;
+            if created {
+                eprintln!("Created DynamoDB table {}", store.table());
+            } else {
+                eprintln!("DynamoDB table {} already exists", store.table());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn aws_sdk_dynamodb_client(sdk: &floe::local::SdkConfig) -> floe::local::DynamoClient {
+    floe::local::DynamoClient::new(sdk)
+}
+
+async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
+    let settings = &args.settings;
+    let sdk = if settings.uses_aws() {
+        Some(floe::local::aws_config().await)
+    } else {
+        None
+    };
+    let store = floe::local::open_store(settings, sdk.as_ref())
+        .await
+        .map_err(|e| e.to_string())?;
+    let org = args.org.as_deref().unwrap_or(&settings.dev_org);
     let (principal, token) = bootstrap::issue_api_client(
-        &store,
+        &*store,
         &SystemClock,
-        &args.org,
+        org,
         &args.name,
         args.email,
         args.role,
@@ -142,8 +186,8 @@ pub async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
     .await
     .map_err(|e| e.to_string())?;
     eprintln!(
-        "Created api client {} ({:?}) in org '{}'",
-        principal.id, args.role, args.org
+        "Created api client {} ({:?}) in org '{org}'",
+        principal.id, args.role
     );
     println!("{token}");
     Ok(())

@@ -116,13 +116,32 @@ pub async fn issue_api_client(
     Ok((principal, token))
 }
 
-/// Settings of the local development catalog.
+/// Settings of the development org.
 pub struct DevSettings<'a> {
     pub org: &'a str,
-    /// The warehouse directory of the default bucket.
-    pub warehouse: &'a Path,
+    /// The org's default bucket configuration.
+    pub bucket: BucketRow,
     /// A fixed admin token; when absent a token is generated on first start.
     pub token: Option<&'a str>,
+}
+
+/// A `default` bucket configuration on a local warehouse directory (created if missing).
+pub fn local_bucket(warehouse: &Path) -> Result<BucketRow> {
+    std::fs::create_dir_all(warehouse).map_err(|e| {
+        CatalogError::Internal(format!("cannot create the warehouse directory: {e}"))
+    })?;
+    let root = warehouse.canonicalize().map_err(|e| {
+        CatalogError::Internal(format!("cannot resolve the warehouse directory: {e}"))
+    })?;
+    Ok(BucketRow {
+        nickname: "default".into(),
+        platform: Platform::Local,
+        root: file_url(&root),
+        auth: BucketAuth::Server,
+        endpoint: None,
+        region: None,
+        path_style: false,
+    })
 }
 
 /// What the bootstrap did.
@@ -158,22 +177,7 @@ pub async fn bootstrap_dev(
     let created_org = ensure_org(store, &org).await?;
     let admin = dev_admin(settings.org);
     if created_org {
-        std::fs::create_dir_all(settings.warehouse).map_err(|e| {
-            CatalogError::Internal(format!("cannot create the warehouse directory: {e}"))
-        })?;
-        let root = settings.warehouse.canonicalize().map_err(|e| {
-            CatalogError::Internal(format!("cannot resolve the warehouse directory: {e}"))
-        })?;
-        let bucket = BucketRow {
-            nickname: "default".into(),
-            platform: Platform::Local,
-            root: file_url(&root),
-            auth: BucketAuth::Server,
-            endpoint: None,
-            region: None,
-            path_style: false,
-        };
-        put_bucket(store, settings.org, &bucket).await?;
+        put_bucket(store, settings.org, &settings.bucket).await?;
         put_member(store, settings.org, &admin.id, OrgRole::Admin).await?;
     }
     let generated_token = match settings.token {

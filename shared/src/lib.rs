@@ -9,6 +9,7 @@ pub mod authz;
 pub mod bootstrap;
 pub mod catalog;
 pub mod clock;
+pub mod config;
 pub mod error;
 pub mod http;
 pub mod local;

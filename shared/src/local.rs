@@ -1,16 +1,24 @@
-//! The local deployment: embedded store and local warehouse under one data directory, used by
-//! `floe serve`, the bench and locally invoked functions.
+//! Building a catalog from `Settings`: the store, object stores and vendor they name, and the
+//! first-start bootstrap of the development org. Used by `floe serve`, the admin commands, the
+//! bench and every Lambda function.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::bootstrap::{self, DevBootstrap, DevSettings};
 use crate::catalog::Catalog;
-use crate::clock::SystemClock;
+use crate::clock::{Clock, SystemClock};
+use crate::config::{Settings, StoreKind};
 use crate::error::CatalogError;
+use crate::objects::PlatformStores;
 use crate::objects::local::LocalObjectStores;
+use crate::objects::s3::{S3Defaults, S3Stores, parse_s3_url};
+use crate::store::MetaStore;
+use crate::store::dynamodb::DynamoStore;
 use crate::store::embedded::{EmbeddedStore, OpenError};
-use crate::vending::NoVending;
+use crate::store::rows::{BucketAuth, BucketRow, Platform};
+use crate::vending::sts::StsVendor;
+use crate::vending::{CredentialVendor, NoVending};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
@@ -18,6 +26,8 @@ pub enum LocalError {
     Open(#[from] OpenError),
     #[error("bootstrap failed: {0}")]
     Bootstrap(#[from] CatalogError),
+    #[error("invalid settings: {0}")]
+    Settings(String),
 }
 
 /// Where the embedded store lives inside a data directory.
@@ -25,27 +35,156 @@ pub fn store_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("catalog")
 }
 
-/// Opens the data directory (taking its lock), bootstraps the development org on first start,
-/// and builds the catalog.
+pub use aws_config::SdkConfig;
+pub use aws_sdk_dynamodb::Client as DynamoClient;
+
+/// The AWS SDK configuration: standard AWS_* variables, shared config files and credentials.
+pub async fn aws_config() -> aws_config::SdkConfig {
+    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+}
+
+/// The S3 endpoint, region and addressing the deployment uses by default.
+fn s3_defaults(settings: &Settings, sdk: &aws_config::SdkConfig) -> S3Defaults {
+    let endpoint = settings
+        .s3_endpoint
+        .clone()
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL_S3").ok())
+        .or_else(|| sdk.endpoint_url().map(str::to_owned));
+    S3Defaults {
+        path_style: settings.s3_path_style.unwrap_or(endpoint.is_some()),
+        endpoint,
+        region: settings
+            .s3_region
+            .clone()
+            .or_else(|| sdk.region().map(|r| r.to_string())),
+    }
+}
+
+/// Opens the store named by the settings.
+pub async fn open_store(
+    settings: &Settings,
+    sdk: Option<&aws_config::SdkConfig>,
+) -> Result<Arc<dyn MetaStore>, LocalError> {
+    match (settings.store, sdk) {
+        (StoreKind::Embedded, _) => Ok(Arc::new(EmbeddedStore::open(&store_dir(
+            &settings.data_dir,
+        ))?)),
+        (StoreKind::Dynamodb, Some(sdk)) => Ok(Arc::new(DynamoStore::new(
+            aws_sdk_dynamodb::Client::new(sdk),
+            &settings.dynamodb_table,
+        ))),
+        (StoreKind::Dynamodb, None) => Err(LocalError::Settings(
+            "the DynamoDB store needs AWS settings".into(),
+        )),
+    }
+}
+
+/// The dev org's default bucket: FLOE_DEV_BUCKET on S3, else the local warehouse.
+fn dev_bucket(settings: &Settings, defaults: Option<&S3Defaults>) -> Result<BucketRow, LocalError> {
+    let Some(url) = &settings.dev_bucket else {
+        return Ok(bootstrap::local_bucket(
+            &settings.data_dir.join("warehouse"),
+        )?);
+    };
+    if parse_s3_url(url).is_none() {
+        return Err(LocalError::Settings(format!(
+            "FLOE_DEV_BUCKET must be s3://bucket[/prefix], not {url}"
+        )));
+    }
+    let defaults = defaults.cloned().unwrap_or_default();
+    let auth = match (
+        &settings.vending_role_arn,
+        &settings.s3_access_key_id,
+        &settings.s3_secret_access_key,
+    ) {
+        (Some(role), _, _) => BucketAuth::CustomerManagedRole {
+            role_arn: role.clone(),
+            external_id: None,
+        },
+        (None, Some(key), Some(secret)) => BucketAuth::Hmac {
+            access_key_id: key.clone(),
+            secret_access_key: secret.clone(),
+        },
+        _ => BucketAuth::Server,
+    };
+    Ok(BucketRow {
+        nickname: "default".into(),
+        platform: Platform::S3,
+        root: url.trim_end_matches('/').to_owned(),
+        auth,
+        endpoint: defaults.endpoint,
+        region: defaults.region,
+        path_style: defaults.path_style,
+    })
+}
+
+/// Builds the catalog the settings describe and bootstraps the development org.
+pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+    let sdk = if settings.uses_aws() {
+        Some(aws_config().await)
+    } else {
+        None
+    };
+    let store = open_store(settings, sdk.as_ref()).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let defaults = sdk.as_ref().map(|sdk| s3_defaults(settings, sdk));
+    let bucket = dev_bucket(settings, defaults.as_ref())?;
+    let dev = DevSettings {
+        org: &settings.dev_org,
+        bucket,
+        token: settings.dev_token.as_deref(),
+    };
+    let boot = bootstrap::bootstrap_dev(&*store, &*clock, &dev).await?;
+    let (objects, vendor): (PlatformStores, Arc<dyn CredentialVendor>) = match (&sdk, defaults) {
+        (Some(sdk), Some(defaults)) => (
+            PlatformStores {
+                local: LocalObjectStores,
+                s3: Some(S3Stores::new(sdk.clone(), defaults.clone())),
+            },
+            Arc::new(StsVendor::new(
+                aws_sdk_sts::Client::new(sdk),
+                clock.clone(),
+                defaults,
+                settings.vending_role_arn.clone(),
+                settings.credentials_min_remaining_secs * 1000,
+            )),
+        ),
+        _ => (
+            PlatformStores {
+                local: LocalObjectStores,
+                s3: None,
+            },
+            Arc::new(NoVending),
+        ),
+    };
+    let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock);
+    if let Some(secret) = &settings.page_token_secret {
+        catalog = catalog.with_page_token_key(secret.as_bytes());
+    }
+    Ok((Arc::new(catalog), boot))
+}
+
+/// A local catalog (embedded store, local warehouse) in `data_dir`, as the bench and tests use.
 pub async fn open(
     data_dir: &Path,
     org: &str,
     token: Option<&str>,
 ) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
-    let store = Arc::new(EmbeddedStore::open(&store_dir(data_dir))?);
-    let clock = Arc::new(SystemClock);
-    let warehouse = data_dir.join("warehouse");
-    let settings = DevSettings {
-        org,
-        warehouse: &warehouse,
-        token,
+    let settings = Settings {
+        data_dir: data_dir.to_path_buf(),
+        dev_org: org.to_owned(),
+        dev_token: token.map(str::to_owned),
+        store: StoreKind::Embedded,
+        dynamodb_table: String::new(),
+        dev_bucket: None,
+        s3_endpoint: None,
+        s3_region: None,
+        s3_path_style: None,
+        vending_role_arn: None,
+        s3_access_key_id: None,
+        s3_secret_access_key: None,
+        credentials_min_remaining_secs: 900,
+        page_token_secret: None,
     };
-    let boot = bootstrap::bootstrap_dev(&*store, &*clock, &settings).await?;
-    let catalog = Arc::new(Catalog::new(
-        store,
-        Arc::new(LocalObjectStores),
-        Arc::new(NoVending),
-        clock,
-    ));
-    Ok((catalog, boot))
+    open_catalog(&settings).await
 }

@@ -97,7 +97,7 @@ impl TestCatalog {
         let warehouse = dir.path().join("warehouse");
         let settings = DevSettings {
             org: ORG,
-            warehouse: &warehouse,
+            bucket: bootstrap::local_bucket(&warehouse).unwrap(),
             token: Some(ADMIN_TOKEN),
         };
         bootstrap::bootstrap_dev(&*embedded, &clock, &settings)

@@ -1,8 +1,6 @@
 //! What every Floe Lambda function does at cold start: JSON logs, one catalog built from
 //! settings, then serving exactly its endpoint group's routes from the shared route table.
 
-use std::path::PathBuf;
-
 use floe::routes::Group;
 
 /// Serves one endpoint group through `lambda_http`. State is built once per cold start and reused
@@ -17,11 +15,8 @@ pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
         .with_current_span(false)
         .without_time()
         .init();
-    let data_dir =
-        std::env::var_os("FLOE_DATA_DIR").map_or_else(|| PathBuf::from("/tmp/floe"), PathBuf::from);
-    let org = std::env::var("FLOE_DEV_ORG").unwrap_or_else(|_| "demo".into());
-    let token = std::env::var("FLOE_DEV_TOKEN").ok();
-    let (catalog, _) = floe::local::open(&data_dir, &org, token.as_deref()).await?;
+    let settings = floe::config::Settings::from_env()?;
+    let (catalog, _) = floe::local::open_catalog(&settings).await?;
     tracing::info!(group = group.name(), "function ready");
     lambda_http::run(floe::http::router(catalog, &[group])).await
 }

@@ -36,6 +36,7 @@ pub struct Catalog {
     pub vendor: Arc<dyn CredentialVendor>,
     pub clock: Arc<dyn Clock>,
     metadata: MetadataCache,
+    page_tokens: paging::PageTokens,
 }
 
 /// An authenticated principal inside one org, with its standing resolved.
@@ -59,7 +60,14 @@ impl Catalog {
             vendor,
             clock,
             metadata: MetadataCache::new(512),
+            page_tokens: paging::PageTokens::random(),
         }
+    }
+
+    /// Signs page tokens with `key`, so every instance behind one endpoint accepts them.
+    pub fn with_page_token_key(mut self, key: &[u8]) -> Self {
+        self.page_tokens = paging::PageTokens::new(key);
+        self
     }
 
     /// Resolves an org for a principal with the reference's ordering: an unknown org is 404

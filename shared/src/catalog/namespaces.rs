@@ -43,22 +43,24 @@ impl Catalog {
                 next_page_token: token,
             });
         }
-        let want = page.size.map_or(usize::MAX, |s| s + 1);
         let pk = keys::org_partition(&ctx.org.name);
-        let after = page
-            .after
-            .as_ref()
+        let scope = format!("namespaces:{}", ctx.org.name);
+        let after = self
+            .page_tokens
+            .resume(&scope, page)?
             .map(|name| format!("{}{name}", keys::NAMESPACE_PREFIX));
         let found: Vec<NamespaceRow> = self
             .collect_rows(
                 &pk,
                 keys::NAMESPACE_PREFIX,
                 after,
-                want,
+                page.read_limit(),
                 |ns: &NamespaceRow| ns.deleted_ms.is_none(),
             )
             .await?;
-        let (found, token) = paging::paginate(found, page, |ns| ns.name.as_str());
+        let (found, token) = self
+            .page_tokens
+            .paginate(&scope, found, page, |ns| ns.name.as_str());
         Ok(ListNamespacesResponse {
             namespaces: found.into_iter().map(|ns| vec![ns.name]).collect(),
             next_page_token: token,

@@ -52,26 +52,34 @@ impl Catalog {
     ) -> Result<ListTablesResponse> {
         let ns = self.live_namespace(ctx, namespace).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)?;
-        let want = page.size.map_or(usize::MAX, |s| s + 1);
-        let after = page
-            .after
-            .as_ref()
+        let scope = format!("tables:{}", ns.row.id);
+        let after = self
+            .page_tokens
+            .resume(&scope, page)?
             .map(|name| format!("{}{name}", keys::TABLE_PREFIX));
         let pk = keys::namespace_partition(&ns.row.id);
         let found: Vec<TableRow> = self
-            .collect_rows(&pk, keys::TABLE_PREFIX, after, want, |t: &TableRow| {
-                authorize(
-                    &ctx.access,
-                    Resource::Table {
-                        namespace: &ns.row,
-                        table: &t.name,
-                    },
-                    Action::Read,
-                )
-                .is_ok()
-            })
+            .collect_rows(
+                &pk,
+                keys::TABLE_PREFIX,
+                after,
+                page.read_limit(),
+                |t: &TableRow| {
+                    authorize(
+                        &ctx.access,
+                        Resource::Table {
+                            namespace: &ns.row,
+                            table: &t.name,
+                        },
+                        Action::Read,
+                    )
+                    .is_ok()
+                },
+            )
             .await?;
-        let (found, token) = paging::paginate(found, page, |t| t.name.as_str());
+        let (found, token) = self
+            .page_tokens
+            .paginate(&scope, found, page, |t| t.name.as_str());
         Ok(ListTablesResponse {
             identifiers: found
                 .into_iter()

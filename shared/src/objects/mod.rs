@@ -4,6 +4,7 @@
 //! file, once written, is immutable, which is what makes the pointer swap safe.
 
 pub mod local;
+pub mod s3;
 
 use std::sync::Arc;
 
@@ -59,4 +60,24 @@ pub fn join(base: &str, rest: &str) -> String {
         base.trim_end_matches('/'),
         rest.trim_start_matches('/')
     )
+}
+
+/// Routes each bucket configuration to the adapter of its platform.
+pub struct PlatformStores {
+    pub local: local::LocalObjectStores,
+    /// S3 access; `None` when the server was started without it.
+    pub s3: Option<s3::S3Stores>,
+}
+
+impl ObjectStores for PlatformStores {
+    fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
+        use crate::store::rows::Platform;
+        match (bucket.platform, &self.s3) {
+            (Platform::S3, Some(s3)) => Ok(s3.for_bucket(bucket)?),
+            (Platform::S3, None) => Err(ObjectStoresError::Unsupported(
+                "S3 (not configured on this server)",
+            )),
+            _ => self.local.for_bucket(bucket),
+        }
+    }
 }

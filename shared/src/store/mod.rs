@@ -5,6 +5,7 @@
 //! whose conditions all hold or nothing is written. The metadata-pointer compare-and-swap is one
 //! such write with a `VersionIs` condition.
 
+pub mod dynamodb;
 pub mod embedded;
 pub mod rows;
 

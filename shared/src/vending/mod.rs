@@ -1,5 +1,8 @@
 //! The `CredentialVendor` port: short-lived storage credentials scoped to one table location.
 
+pub mod policy;
+pub mod sts;
+
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;

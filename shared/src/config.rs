@@ -1,0 +1,86 @@
+//! Settings of a Floe deployment, from flags or environment variables. The same definition
+//! serves `floe serve`, the admin commands and every Lambda function.
+
+use std::path::PathBuf;
+
+/// Which `MetaStore` adapter holds the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreKind {
+    /// redb file under the data directory (local default).
+    Embedded,
+    /// A DynamoDB table (production).
+    Dynamodb,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// Directory of the embedded store, the local warehouse and the dev token file.
+    #[arg(long, env = "FLOE_DATA_DIR", default_value = ".floe")]
+    pub data_dir: PathBuf,
+    /// Org (warehouse) bootstrapped on first start.
+    #[arg(long, env = "FLOE_DEV_ORG", default_value = "demo")]
+    pub dev_org: String,
+    /// Admin token to register; when unset, one is generated on first start.
+    #[arg(long, env = "FLOE_DEV_TOKEN", hide_env_values = true)]
+    pub dev_token: Option<String>,
+    /// Catalog store: embedded or dynamodb.
+    #[arg(long, env = "FLOE_STORE", value_enum, default_value = "embedded")]
+    pub store: StoreKind,
+    /// DynamoDB table of the catalog (with FLOE_STORE=dynamodb).
+    #[arg(long, env = "FLOE_DYNAMODB_TABLE", default_value = "floe-catalog")]
+    pub dynamodb_table: String,
+    /// Default bucket of the dev org, as s3://bucket/prefix; default: <data dir>/warehouse.
+    #[arg(long, env = "FLOE_DEV_BUCKET")]
+    pub dev_bucket: Option<String>,
+    /// S3 endpoint for S3-compatible services (also sent to engines).
+    #[arg(long, env = "FLOE_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region (also sent to engines).
+    #[arg(long, env = "FLOE_S3_REGION")]
+    pub s3_region: Option<String>,
+    /// Path-style S3 addressing; default: on when an endpoint is set.
+    #[arg(long, env = "FLOE_S3_PATH_STYLE")]
+    pub s3_path_style: Option<bool>,
+    /// Role assumed to vend table-scoped credentials for the dev bucket.
+    #[arg(long, env = "FLOE_VENDING_ROLE_ARN")]
+    pub vending_role_arn: Option<String>,
+    /// Static HMAC key id of the dev bucket, handed to engines as it is.
+    #[arg(long, env = "FLOE_S3_ACCESS_KEY_ID")]
+    pub s3_access_key_id: Option<String>,
+    /// Static HMAC secret of the dev bucket.
+    #[arg(long, env = "FLOE_S3_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub s3_secret_access_key: Option<String>,
+    /// Cached vended credentials are only reused with at least this many seconds left.
+    #[arg(
+        long,
+        env = "FLOE_CREDENTIALS_MIN_REMAINING_SECS",
+        default_value_t = 900
+    )]
+    pub credentials_min_remaining_secs: u64,
+    /// Key that signs page tokens; instances behind one endpoint must share it.
+    #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
+    pub page_token_secret: Option<String>,
+}
+
+impl Settings {
+    /// Whether this deployment talks to AWS (or an AWS emulator) at all.
+    pub fn uses_aws(&self) -> bool {
+        self.store == StoreKind::Dynamodb
+            || self.dev_bucket.is_some()
+            || self.vending_role_arn.is_some()
+    }
+
+    pub fn path_style(&self) -> bool {
+        self.s3_path_style.unwrap_or(self.s3_endpoint.is_some())
+    }
+
+    /// Settings from the environment alone (Lambda functions).
+    pub fn from_env() -> Result<Self, clap::Error> {
+        #[derive(clap::Parser)]
+        struct FromEnv {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        <FromEnv as clap::Parser>::try_parse_from(["floe"]).map(|f| f.settings)
+    }
+}

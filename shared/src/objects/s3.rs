@@ -1,0 +1,284 @@
+//! `ObjectStore` on Amazon S3 and S3-compatible services.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use aws_config::SdkConfig;
+use aws_credential_types::Credentials;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::Region;
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+use bytes::Bytes;
+
+use super::{ObjectError, ObjectStore, ObjectStoresError};
+use crate::store::rows::{BucketAuth, BucketRow};
+
+/// Splits `s3://bucket/key` into bucket and key.
+pub fn parse_s3_url(location: &str) -> Option<(&str, &str)> {
+    let rest = location
+        .strip_prefix("s3://")
+        .or_else(|| location.strip_prefix("s3a://"))?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then_some((bucket, key))
+}
+
+/// Objects of one S3 bucket.
+#[derive(Clone, Debug)]
+pub struct S3ObjectStore {
+    client: Client,
+    bucket: String,
+}
+
+fn io_err<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
+    location: &str,
+    e: SdkError<E, R>,
+) -> ObjectError {
+    let reason = match e.code() {
+        Some(code) => format!("{code}: {}", e.message().unwrap_or_default()),
+        None => format!("{e:?}"),
+    };
+    ObjectError::Io {
+        location: location.to_owned(),
+        reason,
+    }
+}
+
+impl S3ObjectStore {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        Self {
+            client,
+            bucket: bucket.into(),
+        }
+    }
+
+    fn key_of<'a>(&self, location: &'a str) -> Result<&'a str, ObjectError> {
+        match parse_s3_url(location) {
+            Some((bucket, key)) if bucket == self.bucket && !key.contains("/../") => Ok(key),
+            _ => Err(ObjectError::OutsideStore(location.to_owned())),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for S3ObjectStore {
+    async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
+        let key = self.key_of(location)?;
+        let answer = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await;
+        let object = match answer {
+            Ok(object) => object,
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
+                return Err(ObjectError::NotFound(location.to_owned()));
+            }
+            Err(e) => return Err(io_err(location, e)),
+        };
+        let body = object.body.collect().await.map_err(|e| ObjectError::Io {
+            location: location.to_owned(),
+            reason: e.to_string(),
+        })?;
+        Ok(body.into_bytes())
+    }
+
+    async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError> {
+        let key = self.key_of(location)?;
+        let answer = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .if_none_match("*")
+            .content_type("application/json")
+            .body(ByteStream::from(bytes))
+            .send()
+            .await;
+        match answer {
+            Ok(_) => Ok(()),
+            // 412: the object exists; 409: a concurrent conditional write to the same key.
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some("PreconditionFailed" | "ConditionalRequestConflict")
+                ) =>
+            {
+                Err(ObjectError::AlreadyExists(location.to_owned()))
+            }
+            Err(e) => Err(io_err(location, e)),
+        }
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+        let key_prefix = self.key_of(prefix)?;
+        let mut found = Vec::new();
+        let mut continuation = None;
+        loop {
+            let page = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(key_prefix)
+                .max_keys(i32::try_from(limit - found.len()).unwrap_or(1000).min(1000))
+                .set_continuation_token(continuation.take())
+                .send()
+                .await
+                .map_err(|e| io_err(prefix, e))?;
+            for object in page.contents() {
+                if let Some(key) = object.key() {
+                    found.push(format!("s3://{}/{key}", self.bucket));
+                    if found.len() >= limit {
+                        return Ok(found);
+                    }
+                }
+            }
+            match page.next_continuation_token() {
+                Some(token) if page.is_truncated() == Some(true) => {
+                    continuation = Some(token.to_owned())
+                }
+                _ => return Ok(found),
+            }
+        }
+    }
+
+    async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
+        for batch in locations.chunks(1000) {
+            let objects = batch
+                .iter()
+                .map(|l| {
+                    let key = self.key_of(l)?;
+                    Ok(ObjectIdentifier::builder()
+                        .key(key)
+                        .build()
+                        .expect("object identifier"))
+                })
+                .collect::<Result<Vec<_>, ObjectError>>()?;
+            let delete = Delete::builder()
+                .set_objects(Some(objects))
+                .quiet(true)
+                .build()
+                .expect("delete");
+            let answer = self
+                .client
+                .delete_objects()
+                .bucket(&self.bucket)
+                .delete(delete)
+                .send()
+                .await
+                .map_err(|e| io_err(&batch[0], e))?;
+            if let Some(failed) = answer.errors().first() {
+                return Err(ObjectError::Io {
+                    location: format!("s3://{}/{}", self.bucket, failed.key().unwrap_or_default()),
+                    reason: failed.message().unwrap_or("delete failed").to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Settings every S3 client starts from; a bucket configuration's own endpoint, region and
+/// credentials override them.
+#[derive(Clone, Debug, Default)]
+pub struct S3Defaults {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub path_style: bool,
+}
+
+/// The region a bucket configuration uses, falling back to the server's defaults.
+pub fn bucket_region(bucket: &BucketRow, defaults: &S3Defaults, sdk: &SdkConfig) -> Option<String> {
+    bucket
+        .region
+        .clone()
+        .or_else(|| defaults.region.clone())
+        .or_else(|| sdk.region().map(|r| r.to_string()))
+}
+
+/// The endpoint a bucket configuration uses, if not AWS's own.
+pub fn bucket_endpoint(bucket: &BucketRow, defaults: &S3Defaults) -> Option<String> {
+    bucket
+        .endpoint
+        .clone()
+        .or_else(|| defaults.endpoint.clone())
+}
+
+/// S3 clients per bucket configuration, built once and reused.
+pub struct S3Stores {
+    sdk: SdkConfig,
+    defaults: S3Defaults,
+    clients: Mutex<HashMap<String, Arc<S3ObjectStore>>>,
+}
+
+impl S3Stores {
+    pub fn new(sdk: SdkConfig, defaults: S3Defaults) -> Self {
+        Self {
+            sdk,
+            defaults,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<S3ObjectStore>, ObjectStoresError> {
+        let invalid = |reason: &str| ObjectStoresError::Invalid {
+            nickname: bucket.nickname.clone(),
+            reason: reason.into(),
+        };
+        let (name, _) =
+            parse_s3_url(&bucket.root).ok_or_else(|| invalid("the root must be an s3:// URL"))?;
+        let cache_key = serde_json::to_string(bucket).expect("bucket serializes");
+        if let Some(store) = self.clients.lock().expect("client cache").get(&cache_key) {
+            return Ok(store.clone());
+        }
+        let mut config = aws_sdk_s3::config::Builder::from(&self.sdk);
+        if let Some(endpoint) = bucket_endpoint(bucket, &self.defaults) {
+            config = config.endpoint_url(endpoint);
+        }
+        if let Some(region) = bucket_region(bucket, &self.defaults, &self.sdk) {
+            config = config.region(Region::new(region));
+        }
+        config = config.force_path_style(bucket.path_style || self.defaults.path_style);
+        match &bucket.auth {
+            BucketAuth::Hmac {
+                access_key_id,
+                secret_access_key,
+            } => {
+                config = config.credentials_provider(Credentials::new(
+                    access_key_id,
+                    secret_access_key,
+                    None,
+                    None,
+                    "floe-bucket-hmac",
+                ));
+            }
+            BucketAuth::Server | BucketAuth::CustomerManagedRole { .. } => {}
+            BucketAuth::Anonymous => {
+                return Err(invalid("anonymous buckets cannot back Iceberg storage"));
+            }
+        }
+        let store = Arc::new(S3ObjectStore::new(Client::from_conf(config.build()), name));
+        self.clients
+            .lock()
+            .expect("client cache")
+            .insert(cache_key, store.clone());
+        Ok(store)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s3_urls_split_into_bucket_and_key() {
+        assert_eq!(parse_s3_url("s3://b/a/b.json"), Some(("b", "a/b.json")));
+        assert_eq!(parse_s3_url("s3://b"), Some(("b", "")));
+        assert_eq!(parse_s3_url("s3:///x"), None);
+        assert_eq!(parse_s3_url("file:///x"), None);
+    }
+}

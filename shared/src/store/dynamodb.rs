@@ -1,0 +1,388 @@
+//! `MetaStore` on DynamoDB: one table, `pk`/`sk` keys, a numeric version `v` and the row body.
+//!
+//! Single-item writes are conditional PutItem/DeleteItem; multi-item writes are one
+//! TransactWriteItems with a client request token, so the SDK's own retries are idempotent.
+//! When a conditional put fails after the SDK retried it, the item is read back: finding our own
+//! write there means the first attempt landed and the write succeeded.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::primitives::Blob;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType,
+    TransactWriteItem,
+};
+
+use super::{Condition, Item, Key, MetaStore, StoreError, Write, validate_batch};
+
+/// Name of the sparse index over soft-deleted namespaces, for the purge.
+pub const DELETED_INDEX: &str = "deleted";
+
+type Attributes = HashMap<String, AttributeValue>;
+
+/// DynamoDB-backed store; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+}
+
+fn key_attributes(key: &Key) -> Attributes {
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(key.pk.clone())),
+        ("sk".to_owned(), AttributeValue::S(key.sk.clone())),
+    ])
+}
+
+fn item_attributes(item: &Item) -> Attributes {
+    let mut attributes = key_attributes(&item.key);
+    attributes.insert("v".into(), AttributeValue::N(item.version.to_string()));
+    attributes.insert(
+        "body".into(),
+        AttributeValue::B(Blob::new(item.body.clone())),
+    );
+    attributes
+}
+
+fn decode(attributes: &Attributes) -> Result<Item, StoreError> {
+    let text = |name: &str| match attributes.get(name) {
+        Some(AttributeValue::S(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let key = Key::new(
+        text("pk").unwrap_or_default(),
+        text("sk").unwrap_or_default(),
+    );
+    let corrupt = |reason: &str| StoreError::Corrupt {
+        key: key.clone(),
+        reason: reason.to_owned(),
+    };
+    let version = match attributes.get("v") {
+        Some(AttributeValue::N(n)) => n
+            .parse::<u64>()
+            .map_err(|_| corrupt("version is not a number"))?,
+        _ => return Err(corrupt("no version attribute")),
+    };
+    let body = match attributes.get("body") {
+        Some(AttributeValue::B(b)) => b.clone().into_inner(),
+        _ => return Err(corrupt("no body attribute")),
+    };
+    Ok(Item { key, version, body })
+}
+
+/// The condition expression and its values, if the condition needs one.
+fn expression(condition: Condition) -> Option<(String, Option<AttributeValue>)> {
+    match condition {
+        Condition::Always => None,
+        Condition::NotExists => Some(("attribute_not_exists(pk)".into(), None)),
+        Condition::Exists => Some(("attribute_exists(pk)".into(), None)),
+        Condition::VersionIs(v) => Some((
+            "v = :expected".into(),
+            Some(AttributeValue::N(v.to_string())),
+        )),
+    }
+}
+
+/// Whether a failed request may still have been applied.
+fn write_error<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
+    e: SdkError<E, R>,
+) -> StoreError {
+    const NOT_APPLIED: [&str; 7] = [
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "ValidationException",
+        "ResourceNotFoundException",
+        "AccessDeniedException",
+        "TransactionInProgressException",
+    ];
+    match &e {
+        SdkError::ConstructionFailure(_) => StoreError::Unavailable(format!("{e:?}")),
+        SdkError::ServiceError(service)
+            if service
+                .err()
+                .code()
+                .is_some_and(|c| NOT_APPLIED.contains(&c)) =>
+        {
+            StoreError::Unavailable(format!(
+                "{}: {}",
+                service.err().code().unwrap_or_default(),
+                service.err().message().unwrap_or_default()
+            ))
+        }
+        _ => StoreError::Unknown(format!("{e:?}")),
+    }
+}
+
+fn read_error<E: std::fmt::Debug, R: std::fmt::Debug>(e: SdkError<E, R>) -> StoreError {
+    StoreError::Unavailable(format!("{e:?}"))
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Creates the table and its indexes if missing (the same definition template.yaml declares).
+    pub async fn create_table(&self) -> Result<bool, StoreError> {
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .expect("attribute definition")
+        };
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .expect("key schema")
+        };
+        let deleted = GlobalSecondaryIndex::builder()
+            .index_name(DELETED_INDEX)
+            .key_schema(key("gsi1pk", KeyType::Hash))
+            .key_schema(key("gsi1sk", KeyType::Range))
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::KeysOnly)
+                    .build(),
+            )
+            .build()
+            .expect("index definition");
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attribute("pk"))
+            .attribute_definitions(attribute("sk"))
+            .attribute_definitions(attribute("gsi1pk"))
+            .attribute_definitions(attribute("gsi1sk"))
+            .key_schema(key("pk", KeyType::Hash))
+            .key_schema(key("sk", KeyType::Range))
+            .global_secondary_indexes(deleted)
+            .send()
+            .await;
+        match created {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == Some("ResourceInUseException") => Ok(false),
+            Err(e) => Err(read_error(e)),
+        }
+    }
+
+    async fn put(&self, item: &Item, condition: Condition) -> Result<(), StoreError> {
+        let mut request = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item_attributes(item)));
+        if let Some((expr, value)) = expression(condition) {
+            request = request.condition_expression(expr);
+            if let Some(value) = value {
+                request = request.expression_attribute_values(":expected", value);
+            }
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                // After an SDK retry the condition can fail against our own earlier attempt.
+                match self.get(&item.key).await? {
+                    Some(current)
+                        if current.version == item.version && current.body == item.body =>
+                    {
+                        Ok(())
+                    }
+                    _ => Err(StoreError::ConditionFailed {
+                        index: 0,
+                        key: item.key.clone(),
+                    }),
+                }
+            }
+            Err(e) => Err(write_error(e)),
+        }
+    }
+
+    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
+        let mut request = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_attributes(key)));
+        if let Some((expr, value)) = expression(condition) {
+            request = request.condition_expression(expr);
+            if let Some(value) = value {
+                request = request.expression_attribute_values(":expected", value);
+            }
+        }
+        match request.send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::ConditionFailed {
+                    index: 0,
+                    key: key.clone(),
+                })
+            }
+            Err(e) => Err(write_error(e)),
+        }
+    }
+
+    fn transact_item(&self, write: &Write) -> TransactWriteItem {
+        let (expr, value) = match expression(write.condition()) {
+            Some((expr, value)) => (Some(expr), value),
+            None => (None, None),
+        };
+        let values = value.map(|v| HashMap::from([(":expected".to_owned(), v)]));
+        match write {
+            Write::Put { item, .. } => TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(item_attributes(item)))
+                        .set_condition_expression(expr)
+                        .set_expression_attribute_values(values)
+                        .build()
+                        .expect("put"),
+                )
+                .build(),
+            Write::Delete { key, .. } => TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_attributes(key)))
+                        .set_condition_expression(expr)
+                        .set_expression_attribute_values(values)
+                        .build()
+                        .expect("delete"),
+                )
+                .build(),
+            Write::Check { key, .. } => TransactWriteItem::builder()
+                .condition_check(
+                    ConditionCheck::builder()
+                        .table_name(&self.table)
+                        .set_key(Some(key_attributes(key)))
+                        .condition_expression(expr.unwrap_or_else(|| {
+                            "attribute_exists(pk) OR attribute_not_exists(pk)".into()
+                        }))
+                        .set_expression_attribute_values(values)
+                        .build()
+                        .expect("condition check"),
+                )
+                .build(),
+        }
+    }
+
+    async fn transact(&self, writes: &[Write]) -> Result<(), StoreError> {
+        let items = writes.iter().map(|w| self.transact_item(w)).collect();
+        let outcome = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .client_request_token(uuid::Uuid::new_v4().to_string())
+            .send()
+            .await;
+        match outcome {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if let Some(canceled) = e.as_service_error().and_then(|s| match s {
+                    aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c) => Some(c),
+                    _ => None,
+                }) {
+                    let reasons = canceled.cancellation_reasons();
+                    if let Some(index) = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed")) {
+                        return Err(StoreError::ConditionFailed { index, key: writes[index].key().clone() });
+                    }
+                    // Cancelled for another reason (a conflicting transaction, throttling): nothing applied.
+                    let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).collect();
+                    return Err(StoreError::Unavailable(format!("transaction cancelled: {codes:?}")));
+                }
+                Err(write_error(e))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl MetaStore for DynamoStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let answer = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_attributes(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(read_error)?;
+        answer.item().map(decode).transpose()
+    }
+
+    async fn query(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut out = Vec::new();
+        let mut start = start_after.map(|after| {
+            HashMap::from([
+                ("pk".to_owned(), AttributeValue::S(pk.to_owned())),
+                ("sk".to_owned(), AttributeValue::S(after.to_owned())),
+            ])
+        });
+        while out.len() < limit {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
+                .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.to_owned()))
+                .consistent_read(true)
+                .limit(
+                    i32::try_from(limit - out.len())
+                        .unwrap_or(i32::MAX)
+                        .min(1000),
+                )
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(read_error)?;
+            for attributes in page.items() {
+                out.push(decode(attributes)?);
+            }
+            match page.last_evaluated_key() {
+                Some(last) if !last.is_empty() => start = Some(last.clone()),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        validate_batch(&writes)?;
+        match writes.as_slice() {
+            [Write::Put { item, condition }] => self.put(item, *condition).await,
+            [Write::Delete { key, condition }] => self.delete(key, *condition).await,
+            _ => self.transact(&writes).await,
+        }
+    }
+}
