@@ -1,0 +1,251 @@
+//! One `MetaStore` conformance suite, run against the embedded store and DynamoDB (moto).
+
+use std::sync::Arc;
+
+use floe::store::dynamodb::DynamoStore;
+use floe::store::embedded::EmbeddedStore;
+use floe::store::{Condition, Item, Key, MetaStore, StoreError, Write};
+use tokio::sync::Barrier;
+
+use crate::moto;
+
+fn item(pk: &str, sk: &str, version: u64, body: &str) -> Item {
+    Item {
+        key: Key::new(pk, sk),
+        version,
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn put(item: Item, condition: Condition) -> Write {
+    Write::Put { item, condition }
+}
+
+async fn conditional_writes(store: &dyn MetaStore) {
+    let key = Key::new("P#1", "ROW");
+    store
+        .write(vec![put(
+            item("P#1", "ROW", 1, "one"),
+            Condition::NotExists,
+        )])
+        .await
+        .unwrap();
+    let again = store
+        .write(vec![put(
+            item("P#1", "ROW", 1, "dup"),
+            Condition::NotExists,
+        )])
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::ConditionFailed { index: 0, .. })),
+        "{again:?}"
+    );
+    let read = store.get(&key).await.unwrap().unwrap();
+    assert_eq!((read.version, read.body.as_slice()), (1, b"one".as_slice()));
+    store
+        .write(vec![put(
+            item("P#1", "ROW", 2, "two"),
+            Condition::VersionIs(1),
+        )])
+        .await
+        .unwrap();
+    let stale = store
+        .write(vec![put(
+            item("P#1", "ROW", 2, "stale"),
+            Condition::VersionIs(1),
+        )])
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::ConditionFailed { index: 0, .. })),
+        "{stale:?}"
+    );
+    assert_eq!(store.get(&key).await.unwrap().unwrap().body, b"two");
+    let wrong = store
+        .write(vec![Write::Delete {
+            key: key.clone(),
+            condition: Condition::VersionIs(7),
+        }])
+        .await;
+    assert!(matches!(wrong, Err(StoreError::ConditionFailed { .. })));
+    store
+        .write(vec![Write::Delete {
+            key: key.clone(),
+            condition: Condition::VersionIs(2),
+        }])
+        .await
+        .unwrap();
+    assert!(store.get(&key).await.unwrap().is_none());
+    let exists = store
+        .write(vec![put(item("P#1", "ROW", 3, "x"), Condition::Exists)])
+        .await;
+    assert!(matches!(exists, Err(StoreError::ConditionFailed { .. })));
+}
+
+async fn transactions_are_atomic(store: &dyn MetaStore) {
+    store
+        .write(vec![put(item("T#1", "B", 1, "b"), Condition::NotExists)])
+        .await
+        .unwrap();
+    let failed = store
+        .write(vec![
+            put(item("T#1", "A", 1, "a"), Condition::NotExists),
+            put(item("T#1", "B", 1, "b2"), Condition::NotExists),
+        ])
+        .await;
+    assert!(
+        matches!(failed, Err(StoreError::ConditionFailed { index: 1, .. })),
+        "{failed:?}"
+    );
+    assert!(
+        store.get(&Key::new("T#1", "A")).await.unwrap().is_none(),
+        "nothing of a failed batch lands"
+    );
+    let check = store
+        .write(vec![
+            Write::Check {
+                key: Key::new("T#1", "MISSING"),
+                condition: Condition::Exists,
+            },
+            put(item("T#1", "C", 1, "c"), Condition::NotExists),
+        ])
+        .await;
+    assert!(
+        matches!(check, Err(StoreError::ConditionFailed { index: 0, .. })),
+        "{check:?}"
+    );
+    assert!(store.get(&Key::new("T#1", "C")).await.unwrap().is_none());
+    // A Check and a Delete of the same item in one batch: refused before anything is sent.
+    let twice = store
+        .write(vec![
+            Write::Check {
+                key: Key::new("T#1", "B"),
+                condition: Condition::VersionIs(1),
+            },
+            put(item("T#1", "A", 1, "a"), Condition::NotExists),
+            Write::Delete {
+                key: Key::new("T#1", "B"),
+                condition: Condition::Exists,
+            },
+        ])
+        .await;
+    assert!(matches!(twice, Err(StoreError::Invalid(_))), "{twice:?}");
+    store
+        .write(vec![
+            put(item("T#1", "A", 1, "a"), Condition::NotExists),
+            Write::Delete {
+                key: Key::new("T#1", "B"),
+                condition: Condition::VersionIs(1),
+            },
+        ])
+        .await
+        .unwrap();
+    assert!(store.get(&Key::new("T#1", "A")).await.unwrap().is_some());
+    assert!(store.get(&Key::new("T#1", "B")).await.unwrap().is_none());
+}
+
+async fn queries_page_in_order(store: &dyn MetaStore) {
+    let mut writes = Vec::new();
+    for n in [3, 1, 5, 2, 4] {
+        writes.push(put(
+            item("Q#1", &format!("ROW#{n}"), 1, "r"),
+            Condition::NotExists,
+        ));
+    }
+    writes.push(put(item("Q#1", "OTHER#1", 1, "o"), Condition::NotExists));
+    writes.push(put(
+        item("Q#2", "ROW#9", 1, "elsewhere"),
+        Condition::NotExists,
+    ));
+    store.write(writes).await.unwrap();
+    let sks = |items: Vec<Item>| items.into_iter().map(|i| i.key.sk).collect::<Vec<_>>();
+    assert_eq!(
+        sks(store.query("Q#1", "ROW#", None, 100).await.unwrap()),
+        ["ROW#1", "ROW#2", "ROW#3", "ROW#4", "ROW#5"]
+    );
+    assert_eq!(
+        sks(store
+            .query("Q#1", "ROW#", Some("ROW#2"), 100)
+            .await
+            .unwrap()),
+        ["ROW#3", "ROW#4", "ROW#5"]
+    );
+    assert_eq!(
+        sks(store.query("Q#1", "ROW#", None, 2).await.unwrap()),
+        ["ROW#1", "ROW#2"]
+    );
+    assert!(
+        store
+            .query("Q#1", "NONE#", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Many tasks race a compare-and-swap on one item, round after round: exactly one wins each
+/// round and no write is lost.
+async fn concurrent_cas_has_one_winner_per_round(store: Arc<dyn MetaStore>) {
+    const TASKS: usize = 12;
+    const ROUNDS: u64 = 8;
+    let key = Key::new("C#1", "COUNTER");
+    store
+        .write(vec![put(
+            item("C#1", "COUNTER", 1, "start"),
+            Condition::NotExists,
+        )])
+        .await
+        .unwrap();
+    for round in 1..=ROUNDS {
+        let barrier = Arc::new(Barrier::new(TASKS));
+        let mut tasks = Vec::new();
+        for task in 0..TASKS {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let next = item(
+                    "C#1",
+                    "COUNTER",
+                    round + 1,
+                    &format!("round {round} task {task}"),
+                );
+                store
+                    .write(vec![put(next, Condition::VersionIs(round))])
+                    .await
+            }));
+        }
+        let mut winners = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(()) => winners += 1,
+                Err(StoreError::ConditionFailed { .. }) => {}
+                Err(other) => panic!("unexpected store error: {other}"),
+            }
+        }
+        assert_eq!(winners, 1, "round {round}");
+    }
+    assert_eq!(store.get(&key).await.unwrap().unwrap().version, ROUNDS + 1);
+}
+
+async fn suite(store: Arc<dyn MetaStore>) {
+    conditional_writes(&*store).await;
+    transactions_are_atomic(&*store).await;
+    queries_page_in_order(&*store).await;
+    concurrent_cas_has_one_winner_per_round(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn embedded_store_conformance() {
+    let dir = tempfile::tempdir().unwrap();
+    suite(Arc::new(EmbeddedStore::open(dir.path()).unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dynamodb_store_conformance() {
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&moto::sdk()),
+        moto::unique("floe-conformance"),
+    );
+    assert!(store.create_table().await.unwrap());
+    assert!(!store.create_table().await.unwrap(), "init is idempotent");
+    suite(Arc::new(store)).await;
+}

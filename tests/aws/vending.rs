@@ -1,0 +1,199 @@
+//! STS credential vending against moto: exact session policies, the cache, and its effect.
+
+use std::sync::Arc;
+
+use floe::auth::{Principal, PrincipalKind};
+use floe::clock::ManualClock;
+use floe::objects::s3::S3Defaults;
+use floe::store::rows::{BucketAuth, BucketRow, Platform};
+use floe::vending::policy::{session_name, session_policy};
+use floe::vending::sts::StsVendor;
+use floe::vending::{AccessLevel, CredentialVendor};
+
+use crate::moto;
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/floe-vending";
+
+fn principal() -> Principal {
+    Principal {
+        id: moto::unique("api-client"),
+        kind: PrincipalKind::ApiClient,
+        name: "etl".into(),
+        email: None,
+    }
+}
+
+fn bucket(name: &str) -> BucketRow {
+    BucketRow {
+        nickname: "default".into(),
+        platform: Platform::S3,
+        root: format!("s3://{name}/wh"),
+        auth: BucketAuth::CustomerManagedRole {
+            role_arn: ROLE.into(),
+            external_id: None,
+        },
+        endpoint: Some(moto::endpoint()),
+        region: Some("us-east-1".into()),
+        path_style: true,
+    }
+}
+
+fn vendor(clock: Arc<ManualClock>, min_remaining_ms: u64) -> StsVendor {
+    let defaults = S3Defaults {
+        endpoint: Some(moto::endpoint()),
+        region: Some("us-east-1".into()),
+        path_style: true,
+    };
+    StsVendor::new(
+        aws_sdk_sts::Client::new(&moto::sdk()),
+        clock,
+        defaults,
+        None,
+        min_remaining_ms,
+    )
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test]
+async fn vended_credentials_are_scoped_to_the_table_and_level() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let vendor = vendor(clock, 15 * 60 * 1000);
+    let bucket = bucket("scoped");
+    let table = "s3://scoped/wh/sales-abc123/orders";
+    let who = principal();
+    for access in [AccessLevel::Read, AccessLevel::ReadWrite] {
+        let vended = vendor.vend(&bucket, table, access, &who).await.unwrap();
+        assert_eq!(vended.credentials.len(), 1);
+        let credential = &vended.credentials[0];
+        assert_eq!(credential.prefix, table);
+        for key in [
+            "s3.access-key-id",
+            "s3.secret-access-key",
+            "s3.session-token",
+            "s3.session-token-expires-at-ms",
+        ] {
+            assert!(
+                credential.config.contains_key(key),
+                "{key} in storage-credentials"
+            );
+            assert_eq!(
+                vended.config.get(key),
+                credential.config.get(key),
+                "{key} duplicated in config"
+            );
+        }
+        assert_eq!(vended.config["s3.endpoint"], moto::endpoint());
+        assert_eq!(vended.config["s3.path-style-access"], "true");
+        assert_eq!(vended.config["s3.region"], "us-east-1");
+        let expires: u64 = vended.config["s3.session-token-expires-at-ms"]
+            .parse()
+            .unwrap();
+        assert!(expires > now_ms() + 50 * 60 * 1000, "one hour of lifetime");
+    }
+    // What STS received, exactly: one table-scoped policy per level.
+    let sent = moto::assumed_role_policies(&session_name(&who.id, table)).await;
+    assert_eq!(
+        sent,
+        vec![
+            session_policy(table, AccessLevel::Read).unwrap(),
+            session_policy(table, AccessLevel::ReadWrite).unwrap()
+        ]
+    );
+    assert!(sent[0].contains("\"arn:aws:s3:::scoped/wh/sales-abc123/orders/*\""));
+    assert!(!sent[0].contains("s3:PutObject"));
+    assert!(sent[1].contains("s3:PutObject"));
+    assert!(
+        !sent
+            .iter()
+            .any(|p| p.contains("arn:aws:s3:::scoped/wh/sales-abc123/*")
+                || p.contains("arn:aws:s3:::scoped/*"))
+    );
+}
+
+#[tokio::test]
+async fn hmac_buckets_pass_their_keys_through_without_sts() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let vendor = vendor(clock, 0);
+    let mut hmac = bucket("hmac");
+    hmac.auth = BucketAuth::Hmac {
+        access_key_id: "AKIDSTATIC".into(),
+        secret_access_key: "s3cr3t".into(),
+    };
+    let vended = vendor
+        .vend(&hmac, "s3://hmac/wh/ns/t", AccessLevel::Read, &principal())
+        .await
+        .unwrap();
+    assert_eq!(vended.config["s3.access-key-id"], "AKIDSTATIC");
+    assert!(!vended.config.contains_key("s3.session-token"));
+    assert_eq!(vendor.sts_calls(), 0);
+}
+
+/// STS calls per 1,000 loads of one table, with the cache and without it (a cache that never
+/// reuses), plus expiry handling and collapsing of concurrent misses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let cached = Arc::new(vendor(clock.clone(), 15 * 60 * 1000));
+    let bucket = bucket("cache");
+    let who = principal();
+    let table = "s3://cache/wh/ns/t";
+    for _ in 0..1_000 {
+        cached
+            .vend(&bucket, table, AccessLevel::Read, &who)
+            .await
+            .unwrap();
+    }
+    assert_eq!(cached.sts_calls(), 1);
+    // Another level or another table is another key.
+    cached
+        .vend(&bucket, table, AccessLevel::ReadWrite, &who)
+        .await
+        .unwrap();
+    cached
+        .vend(&bucket, "s3://cache/wh/ns/u", AccessLevel::Read, &who)
+        .await
+        .unwrap();
+    assert_eq!(cached.sts_calls(), 3);
+    // Concurrent misses on a new key: one STS call.
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let (vendor, bucket, who) = (cached.clone(), bucket.clone(), who.clone());
+        tasks.push(tokio::spawn(async move {
+            vendor
+                .vend(&bucket, "s3://cache/wh/ns/burst", AccessLevel::Read, &who)
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(cached.sts_calls(), 4);
+
+    // 50 minutes later only 10 minutes are left, under the 15-minute floor: refreshed.
+    clock.advance_ms(50 * 60 * 1000);
+    cached
+        .vend(&bucket, table, AccessLevel::Read, &who)
+        .await
+        .unwrap();
+    assert_eq!(cached.sts_calls(), 5);
+
+    let uncached = vendor(Arc::new(ManualClock::new(now_ms())), u64::MAX / 4);
+    for _ in 0..1_000 {
+        uncached
+            .vend(&bucket, table, AccessLevel::Read, &who)
+            .await
+            .unwrap();
+    }
+    eprintln!(
+        "STS calls per 1,000 loadTable vends: {} with the cache, {} without",
+        1,
+        uncached.sts_calls()
+    );
+    assert_eq!(uncached.sts_calls(), 1_000);
+}
