@@ -1,21 +1,30 @@
-"""Starts a real `floe serve` on a free loopback port with a temporary data directory.
+"""Starts real `floe serve` processes on free loopback ports, one per backend:
 
-The binary comes from FLOE_BIN (the test script builds it); the server is stopped when the
+- ``local``: the embedded store and a local warehouse directory (the default deployment);
+- ``aws``: DynamoDB, S3 and STS on a moto server, with credentials vended to the engines.
+
+The binary comes from FLOE_BIN (the test script builds it). moto is the one at
+FLOE_MOTO_ENDPOINT if set, else one started here. Everything started here is stopped when the
 session ends.
 """
 
 import os
 import secrets
+import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 
 import pytest
 
 WAREHOUSE = "demo"
+REGION = "us-east-1"
+VENDING_ROLE = "arn:aws:iam::123456789012:role/floe-vending"
 
 
 def _free_port() -> int:
@@ -24,50 +33,107 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_for(url: str, proc: subprocess.Popen, log: str, headers=None) -> None:
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=1).read()
+            return
+        except urllib.error.HTTPError:
+            return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{url} did not come up; see {log}")
+            time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 class Floe:
-    def __init__(self, uri: str, token: str, data_dir: str):
+    def __init__(self, backend: str, uri: str, token: str, data_dir: str, moto: str | None):
+        self.backend = backend
         self.uri = uri
         self.token = token
         self.data_dir = data_dir
         self.warehouse = WAREHOUSE
+        self.moto = moto
 
     def catalog(self, name: str = "floe"):
+        """A PyIceberg catalog configured with uri, warehouse and token only."""
         from pyiceberg.catalog import load_catalog
 
         return load_catalog(name, type="rest", uri=self.uri, warehouse=self.warehouse, token=self.token)
 
 
 @pytest.fixture(scope="session")
-def floe():
+def moto_endpoint():
+    given = os.environ.get("FLOE_MOTO_ENDPOINT")
+    if given:
+        yield given
+        return
+    port = _free_port()
+    log_path = os.path.join(tempfile.mkdtemp(prefix="floe-moto-"), "moto.log")
+    server = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or "moto_server"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+        endpoint = f"http://127.0.0.1:{port}"
+        _wait_for(f"{endpoint}/moto-api/data.json", proc, log_path)
+        try:
+            yield endpoint
+        finally:
+            _stop(proc)
+
+
+def _aws_env(moto: str) -> dict:
+    import boto3
+
+    bucket = "floe-" + uuid.uuid4().hex[:12]
+    boto3.client("s3", endpoint_url=moto, region_name=REGION, aws_access_key_id="testing",
+                 aws_secret_access_key="testing").create_bucket(Bucket=bucket)
+    return {
+        "AWS_ENDPOINT_URL": moto,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "FLOE_STORE": "dynamodb",
+        "FLOE_DYNAMODB_TABLE": "floe-" + uuid.uuid4().hex[:12],
+        "FLOE_DEV_BUCKET": f"s3://{bucket}/warehouse",
+        "FLOE_S3_ENDPOINT": moto,
+        "FLOE_S3_REGION": REGION,
+        "FLOE_VENDING_ROLE_ARN": VENDING_ROLE,
+    }
+
+
+@pytest.fixture(scope="session", params=["local", "aws"])
+def floe(request):
     binary = os.environ.get("FLOE_BIN")
     if not binary:
         pytest.fail("FLOE_BIN must point at the floe binary (scripts/test builds it)")
+    backend = request.param
+    moto = request.getfixturevalue("moto_endpoint") if backend == "aws" else None
     port = _free_port()
     token = "ema_" + secrets.token_urlsafe(30)
-    data_dir = tempfile.mkdtemp(prefix="floe-interop-")
-    env = dict(os.environ, FLOE_ADDR=f"127.0.0.1:{port}", FLOE_DATA_DIR=data_dir, FLOE_DEV_TOKEN=token,
+    data_dir = tempfile.mkdtemp(prefix=f"floe-interop-{backend}-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "AWS_"))}
+    env.update(FLOE_ADDR=f"127.0.0.1:{port}", FLOE_DATA_DIR=data_dir, FLOE_DEV_TOKEN=token,
                FLOE_DEV_ORG=WAREHOUSE, FLOE_LOG="warn")
-    log = open(os.path.join(data_dir, "server.log"), "w")
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    uri = f"http://127.0.0.1:{port}/iceberg"
-    deadline = time.time() + 30
-    while True:
+    if backend == "aws":
+        env.update(_aws_env(moto))
+        subprocess.run([binary, "admin", "init"], env=env, check=True, capture_output=True)
+    log_path = os.path.join(data_dir, "server.log")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        uri = f"http://127.0.0.1:{port}/iceberg"
+        _wait_for(f"{uri}/v1/config?warehouse={WAREHOUSE}", proc, log_path,
+                  headers={"Authorization": f"Bearer {token}"})
         try:
-            req = urllib.request.Request(f"{uri}/v1/config?warehouse={WAREHOUSE}",
-                                         headers={"Authorization": f"Bearer {token}"})
-            urllib.request.urlopen(req, timeout=1).read()
-            break
-        except (urllib.error.URLError, ConnectionError):
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                raise RuntimeError("floe serve did not start; see " + log.name)
-            time.sleep(0.1)
-    try:
-        yield Floe(uri, token, data_dir)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+            yield Floe(backend, uri, token, data_dir, moto)
+        finally:
+            _stop(proc)

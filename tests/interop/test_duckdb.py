@@ -20,7 +20,7 @@ def _connect(floe):
     con.execute(f"CREATE SECRET floe_token (TYPE iceberg, TOKEN '{floe.token}')")
     con.execute(
         f"ATTACH '{floe.warehouse}' AS floe (TYPE iceberg, ENDPOINT '{floe.uri}', SECRET floe_token, "
-        "READ_ONLY false, ACCESS_DELEGATION_MODE 'none')"
+        "READ_ONLY false)"
     )
     return con
 
