@@ -6,9 +6,9 @@ use bytes::Bytes;
 use floe::objects::local::{LocalObjectStore, file_url};
 use floe::objects::s3::{S3Defaults, S3Stores};
 use floe::objects::{ObjectError, ObjectStore};
-use floe::store::rows::{BucketAuth, BucketRow, Platform};
+use floe::store::rows::BucketAuth;
 
-use crate::moto;
+use floe_tests::moto;
 
 async fn suite(store: Arc<dyn ObjectStore>, root: &str) {
     let meta = format!("{root}/ns/t/metadata/00000-a.metadata.json");
@@ -118,15 +118,7 @@ async fn local_object_store_conformance() {
 async fn s3_object_store_conformance() {
     let bucket = moto::unique("floe-objects");
     moto::create_bucket(&bucket).await;
-    let row = BucketRow {
-        nickname: "default".into(),
-        platform: Platform::S3,
-        root: format!("s3://{bucket}/wh"),
-        auth: BucketAuth::Server,
-        endpoint: Some(moto::endpoint()),
-        region: Some("us-east-1".into()),
-        path_style: true,
-    };
+    let row = moto::s3_bucket("default", &bucket, BucketAuth::Server);
     let stores = S3Stores::new(moto::sdk(), S3Defaults::default());
     suite(stores.for_bucket(&row).unwrap(), &row.root).await;
 }

@@ -7,7 +7,7 @@ use floe::store::embedded::EmbeddedStore;
 use floe::store::{Condition, Item, Key, MetaStore, StoreError, Write};
 use tokio::sync::Barrier;
 
-use crate::moto;
+use floe_tests::moto;
 
 fn item(pk: &str, sk: &str, version: u64, body: &str) -> Item {
     Item {

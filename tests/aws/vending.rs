@@ -10,7 +10,7 @@ use floe::vending::policy::{session_name, session_policy};
 use floe::vending::sts::StsVendor;
 use floe::vending::{AccessLevel, CredentialVendor};
 
-use crate::moto;
+use floe_tests::moto;
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/floe-vending";
 
@@ -196,4 +196,31 @@ async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials()
         uncached.sts_calls()
     );
     assert_eq!(uncached.sts_calls(), 1_000);
+}
+
+/// The same figure through the REST API: 1,000 loadTable requests with vended credentials.
+#[tokio::test]
+async fn one_sts_call_per_thousand_load_table_requests() {
+    let c = floe_tests::TestCatalog::aws().await;
+    c.create_namespace("vend").await;
+    c.create_table("vend", "t").await;
+    let before = c.sts_calls();
+    let path = format!("/iceberg/v1/{}/namespaces/vend/tables/t", floe_tests::ORG);
+    for _ in 0..1_000 {
+        let request = http::Request::get(&path)
+            .header(
+                "authorization",
+                format!("Bearer {}", floe_tests::ADMIN_TOKEN),
+            )
+            .header("x-iceberg-access-delegation", "vended-credentials")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = tower::ServiceExt::oneshot(c.router.clone(), request)
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let calls = c.sts_calls() - before;
+    eprintln!("STS calls for 1,000 loadTable requests with vended credentials: {calls}");
+    assert_eq!(calls, 1);
 }

@@ -10,14 +10,13 @@ fn table(ns: &str, t: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}/tables/{t}")
 }
 
-fn metadata_files(location: &str) -> Vec<String> {
-    let dir = std::path::PathBuf::from(location.strip_prefix("file://").unwrap()).join("metadata");
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
+/// Names of the table's metadata files, sorted.
+async fn metadata_files(c: &TestCatalog, location: &str) -> Vec<String> {
+    let files = c.files_under(&format!("{location}/metadata")).await;
+    files
+        .iter()
+        .map(|f| f.rsplit('/').next().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test]
@@ -43,7 +42,7 @@ async fn append_commits_write_numbered_files_and_stamp_authors() {
     c.append_snapshot(ADMIN_TOKEN, "cm", "t", 12)
         .await
         .assert_ok(200);
-    let files = metadata_files(&location);
+    let files = metadata_files(&c, &location).await;
     assert_eq!(files.len(), 3);
     assert!(
         files[0].starts_with("00000-")
@@ -105,7 +104,9 @@ async fn failed_requirements_are_409_and_write_nothing() {
             .assert_error(409, "CommitFailedException");
     }
     assert_eq!(
-        metadata_files(metadata["location"].as_str().unwrap()).len(),
+        metadata_files(&c, metadata["location"].as_str().unwrap())
+            .await
+            .len(),
         2
     );
 }
@@ -197,7 +198,9 @@ async fn a_no_op_commit_writes_no_file() {
         created["metadata-location"]
     );
     assert_eq!(
-        metadata_files(created["metadata"]["location"].as_str().unwrap()).len(),
+        metadata_files(&c, created["metadata"]["location"].as_str().unwrap())
+            .await
+            .len(),
         1
     );
 }
@@ -266,7 +269,9 @@ async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file(
     answer.assert_error(500, "CommitStateUnknownException");
     // The new metadata file is kept: the swap may have landed.
     assert_eq!(
-        metadata_files(created["metadata"]["location"].as_str().unwrap()).len(),
+        metadata_files(&c, created["metadata"]["location"].as_str().unwrap())
+            .await
+            .len(),
         2
     );
 }

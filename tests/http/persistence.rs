@@ -4,7 +4,7 @@ use floe_tests::*;
 
 #[tokio::test]
 async fn state_survives_reopening_and_a_second_process_is_refused() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::local().await;
     c.create_namespace("durable").await;
     c.create_table("durable", "t").await;
     let dir = c.dir.path().join("catalog");

@@ -7,10 +7,6 @@ fn tables(ns: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}/tables")
 }
 
-fn file_path(url: &str) -> std::path::PathBuf {
-    std::path::PathBuf::from(url.strip_prefix("file://").unwrap())
-}
-
 #[tokio::test]
 async fn create_load_head_list_drop() {
     let c = TestCatalog::new().await;
@@ -24,7 +20,7 @@ async fn create_load_head_list_drop() {
         metadata_location.starts_with(&format!("{location}/metadata/00000-"))
             && metadata_location.ends_with(".metadata.json")
     );
-    assert!(file_path(metadata_location).exists());
+    assert!(c.exists(metadata_location).await);
     assert_eq!(created["metadata"]["format-version"], 2);
 
     let loaded = c.get(&format!("{}/events", tables("t1"))).await;
@@ -73,7 +69,7 @@ async fn create_load_head_list_drop() {
         .await;
     assert_eq!(dropped.status.as_u16(), 204);
     assert!(
-        file_path(metadata_location).exists(),
+        c.exists(metadata_location).await,
         "drop never deletes files"
     );
     c.get(&format!("{}/events", tables("t1")))
@@ -171,8 +167,8 @@ async fn explicit_locations_must_stay_in_the_tables_storage() {
 #[tokio::test]
 async fn storage_overrides_claim_their_own_prefix() {
     let c = TestCatalog::new().await;
-    let other = c.add_local_bucket("big", BucketAuth::Server).await;
-    c.add_local_bucket("anon", BucketAuth::Anonymous).await;
+    let other = c.add_bucket("big", BucketAuth::Server).await;
+    c.add_bucket("anon", BucketAuth::Anonymous).await;
     c.create_namespace("ov").await;
     let mut body = create_table_body("huge");
     body["properties"] = json!({"arraylake.bucket": "big"});
@@ -186,9 +182,8 @@ async fn storage_overrides_claim_their_own_prefix() {
         "{location}"
     );
     assert!(
-        file_path(&location)
-            .join(".arraylake-warehouse.json")
-            .exists()
+        c.exists(&format!("{location}/.arraylake-warehouse.json"))
+            .await
     );
     // Loads and commits work through the override's storage.
     c.append_snapshot(ADMIN_TOKEN, "ov", "huge", 1)
@@ -338,7 +333,19 @@ async fn metrics_views_and_credentials() {
         .await
         .assert_error(404, "NoSuchNamespaceException");
     let creds = c.get(&format!("{}/t/credentials", tables("mm"))).await;
-    assert_eq!(creds.assert_ok(200)["storage-credentials"], json!([]));
+    let vended = creds.assert_ok(200)["storage-credentials"]
+        .as_array()
+        .unwrap();
+    match c.backend {
+        Backend::Local => assert!(vended.is_empty()),
+        Backend::Aws => {
+            let location =
+                c.get(&format!("{}/t", tables("mm"))).await.body["metadata"]["location"].clone();
+            assert_eq!(vended.len(), 1);
+            assert_eq!(vended[0]["prefix"], location);
+            assert!(vended[0]["config"]["s3.session-token"].is_string());
+        }
+    }
     c.get(&format!("{}/nope/credentials", tables("mm")))
         .await
         .assert_error(404, "NoSuchTableException");

@@ -9,11 +9,18 @@ use floe::bootstrap::{self, DevSettings};
 use floe::catalog::Catalog;
 use floe::clock::SystemClock;
 use floe::objects::local::{LocalObjectStores, file_url};
+use floe::objects::s3::{S3Defaults, S3Stores};
+use floe::objects::{ObjectStore, ObjectStores, PlatformStores};
 use floe::routes::Group;
 use floe::store::MetaStore;
+use floe::store::dynamodb::DynamoStore;
 use floe::store::embedded::EmbeddedStore;
 use floe::store::rows::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform};
+use floe::vending::CredentialVendor;
 use floe::vending::NoVending;
+use floe::vending::sts::StsVendor;
+
+pub mod moto;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -31,7 +38,43 @@ pub struct TestCatalog {
     pub write_token: String,
     /// A valid token of a principal that is no member of the org.
     pub outsider_token: String,
+    pub backend: Backend,
+    pub objects: Arc<dyn ObjectStores>,
+    /// Bucket configurations added so far, the org's default first.
+    buckets: std::sync::Mutex<Vec<BucketRow>>,
+    sts: Option<Arc<StsVendor>>,
 }
+
+/// Where a test catalog keeps its state. `FLOE_TEST_BACKEND=aws` runs the same tests on
+/// DynamoDB, S3 and STS (moto at FLOE_MOTO_ENDPOINT); the default is the embedded store with a
+/// local warehouse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Local,
+    Aws,
+}
+
+impl Backend {
+    pub fn from_env() -> Self {
+        match std::env::var("FLOE_TEST_BACKEND").as_deref() {
+            Ok("aws") => Backend::Aws,
+            Ok("local") | Err(_) => Backend::Local,
+            Ok(other) => panic!("unknown FLOE_TEST_BACKEND '{other}': use local or aws"),
+        }
+    }
+}
+
+/// The adapters of one backend, before the catalog is built.
+struct Parts {
+    store: Arc<dyn MetaStore>,
+    bucket: BucketRow,
+    objects: Arc<dyn ObjectStores>,
+    vendor: Arc<dyn CredentialVendor>,
+    sts: Option<Arc<StsVendor>>,
+}
+
+/// Role the AWS backend vends through.
+pub const VENDING_ROLE: &str = "arn:aws:iam::123456789012:role/floe-vending";
 
 /// An HTTP answer: status and JSON body (`Null` when empty).
 #[derive(Debug)]
@@ -85,30 +128,96 @@ impl Answer {
 
 impl TestCatalog {
     pub async fn new() -> Self {
-        Self::with_store(|store| store).await
+        Self::build(Backend::from_env(), |store| store).await
+    }
+
+    /// A catalog on the embedded store, whatever the test backend.
+    pub async fn local() -> Self {
+        Self::build(Backend::Local, |store| store).await
+    }
+
+    /// A catalog on DynamoDB, S3 and STS (moto), whatever the test backend.
+    pub async fn aws() -> Self {
+        Self::build(Backend::Aws, |store| store).await
+    }
+
+    /// STS AssumeRole calls the catalog has made (AWS backend only).
+    pub fn sts_calls(&self) -> u64 {
+        self.sts.as_ref().map_or(0, |v| v.sts_calls())
     }
 
     /// A catalog whose store is wrapped (to inject faults, say).
     pub async fn with_store(wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>) -> Self {
+        Self::build(Backend::from_env(), wrap).await
+    }
+
+    async fn build(
+        backend: Backend,
+        wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let embedded: Arc<dyn MetaStore> =
-            Arc::new(EmbeddedStore::open(&dir.path().join("catalog")).expect("store"));
+        let parts = match backend {
+            Backend::Local => Parts {
+                store: Arc::new(EmbeddedStore::open(&dir.path().join("catalog")).expect("store")),
+                bucket: bootstrap::local_bucket(&dir.path().join("warehouse")).unwrap(),
+                objects: Arc::new(PlatformStores {
+                    local: LocalObjectStores,
+                    s3: None,
+                }),
+                vendor: Arc::new(NoVending),
+                sts: None,
+            },
+            Backend::Aws => {
+                let sdk = moto::sdk();
+                let store = DynamoStore::new(
+                    aws_sdk_dynamodb::Client::new(&sdk),
+                    moto::unique("floe-http"),
+                );
+                store
+                    .create_table()
+                    .await
+                    .expect("create the DynamoDB table");
+                let bucket = moto::unique("floe-http");
+                moto::create_bucket(&bucket).await;
+                let sts = Arc::new(StsVendor::new(
+                    aws_sdk_sts::Client::new(&sdk),
+                    Arc::new(SystemClock),
+                    S3Defaults::default(),
+                    None,
+                    15 * 60 * 1000,
+                ));
+                let role = BucketAuth::CustomerManagedRole {
+                    role_arn: VENDING_ROLE.into(),
+                    external_id: None,
+                };
+                Parts {
+                    store: Arc::new(store),
+                    bucket: moto::s3_bucket("default", &bucket, role),
+                    objects: Arc::new(PlatformStores {
+                        local: LocalObjectStores,
+                        s3: Some(S3Stores::new(sdk.clone(), S3Defaults::default())),
+                    }),
+                    vendor: sts.clone(),
+                    sts: Some(sts),
+                }
+            }
+        };
         let clock = SystemClock;
-        let warehouse = dir.path().join("warehouse");
+        let inner = parts.store;
         let settings = DevSettings {
             org: ORG,
-            bucket: bootstrap::local_bucket(&warehouse).unwrap(),
+            bucket: parts.bucket.clone(),
             token: Some(ADMIN_TOKEN),
         };
-        bootstrap::bootstrap_dev(&*embedded, &clock, &settings)
+        bootstrap::bootstrap_dev(&*inner, &clock, &settings)
             .await
             .expect("bootstrap");
         let (_, read_token) =
-            bootstrap::issue_api_client(&*embedded, &clock, ORG, "reader", None, OrgRole::Read)
+            bootstrap::issue_api_client(&*inner, &clock, ORG, "reader", None, OrgRole::Read)
                 .await
                 .unwrap();
         let (_, write_token) = bootstrap::issue_api_client(
-            &*embedded,
+            &*inner,
             &clock,
             ORG,
             "writer",
@@ -124,9 +233,9 @@ impl TestCatalog {
             default_bucket: "default".into(),
             created_ms: 0,
         };
-        bootstrap::ensure_org(&*embedded, &other).await.unwrap();
+        bootstrap::ensure_org(&*inner, &other).await.unwrap();
         let (_, outsider_token) = bootstrap::issue_api_client(
-            &*embedded,
+            &*inner,
             &clock,
             "other-org",
             "outsider",
@@ -135,14 +244,15 @@ impl TestCatalog {
         )
         .await
         .unwrap();
-        let store = wrap(embedded);
+        let store = wrap(inner);
         let catalog = Arc::new(Catalog::new(
             store.clone(),
-            Arc::new(LocalObjectStores),
-            Arc::new(NoVending),
+            parts.objects.clone(),
+            parts.vendor,
             Arc::new(clock),
         ));
         let router = floe::http::router(catalog, &Group::ALL);
+        let sts = parts.sts;
         Self {
             dir,
             store,
@@ -150,27 +260,72 @@ impl TestCatalog {
             read_token,
             write_token,
             outsider_token,
+            backend,
+            objects: parts.objects,
+            buckets: std::sync::Mutex::new(vec![parts.bucket]),
+            sts,
         }
     }
 
-    /// Adds a bucket configuration on a new local directory; returns its root URL.
-    pub async fn add_local_bucket(&self, nickname: &str, auth: BucketAuth) -> String {
-        let root = self.dir.path().join(format!("bucket-{nickname}"));
-        std::fs::create_dir_all(&root).unwrap();
-        let root = file_url(&root.canonicalize().unwrap());
-        let bucket = BucketRow {
-            nickname: nickname.into(),
-            platform: Platform::Local,
-            root: root.clone(),
-            auth,
-            endpoint: None,
-            region: None,
-            path_style: false,
+    /// Root URL of the org's default bucket.
+    pub fn default_root(&self) -> String {
+        self.buckets.lock().unwrap()[0].root.clone()
+    }
+
+    /// Adds a bucket configuration on fresh storage of the test backend; returns its root URL.
+    pub async fn add_bucket(&self, nickname: &str, auth: BucketAuth) -> String {
+        let bucket = match self.backend {
+            Backend::Local => {
+                let root = self.dir.path().join(format!("bucket-{nickname}"));
+                std::fs::create_dir_all(&root).unwrap();
+                BucketRow {
+                    nickname: nickname.into(),
+                    platform: Platform::Local,
+                    root: file_url(&root.canonicalize().unwrap()),
+                    auth,
+                    endpoint: None,
+                    region: None,
+                    path_style: false,
+                }
+            }
+            Backend::Aws => {
+                let name = moto::unique(nickname);
+                moto::create_bucket(&name).await;
+                moto::s3_bucket(nickname, &name, auth)
+            }
         };
         bootstrap::put_bucket(&*self.store, ORG, &bucket)
             .await
             .unwrap();
+        let root = bucket.root.clone();
+        self.buckets.lock().unwrap().push(bucket);
         root
+    }
+
+    /// The object store holding `location`, among this catalog's buckets.
+    fn objects_at(&self, location: &str) -> Arc<dyn ObjectStore> {
+        let buckets = self.buckets.lock().unwrap().clone();
+        let bucket = buckets
+            .iter()
+            .find(|b| location.starts_with(&b.root))
+            .unwrap_or_else(|| panic!("{location} is in no bucket of this catalog"));
+        self.objects.for_bucket(bucket).unwrap()
+    }
+
+    /// Every object under `prefix` (a location), sorted.
+    pub async fn files_under(&self, prefix: &str) -> Vec<String> {
+        let dir = format!("{}/", prefix.trim_end_matches('/'));
+        let mut found = self.objects_at(prefix).list(&dir, 10_000).await.unwrap();
+        found.sort();
+        found
+    }
+
+    pub async fn exists(&self, location: &str) -> bool {
+        self.objects_at(location).get(location).await.is_ok()
+    }
+
+    pub async fn read_json(&self, location: &str) -> Value {
+        serde_json::from_slice(&self.objects_at(location).get(location).await.unwrap()).unwrap()
     }
 
     pub async fn request(

@@ -1,7 +1,8 @@
-//! Access to the moto server the test script started.
+//! Access to the moto server the test script started (DynamoDB, S3 and STS).
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
+use floe::store::rows::{BucketAuth, BucketRow, Platform};
 
 pub fn endpoint() -> String {
     std::env::var("FLOE_MOTO_ENDPOINT").expect(
@@ -42,6 +43,19 @@ pub async fn create_bucket(name: &str) {
         .send()
         .await
         .expect("create bucket on moto");
+}
+
+/// A bucket configuration for a moto bucket.
+pub fn s3_bucket(nickname: &str, bucket: &str, auth: BucketAuth) -> BucketRow {
+    BucketRow {
+        nickname: nickname.into(),
+        platform: Platform::S3,
+        root: format!("s3://{bucket}/wh"),
+        auth,
+        endpoint: Some(endpoint()),
+        region: Some("us-east-1".into()),
+        path_style: true,
+    }
 }
 
 /// The backend state moto records, including every AssumeRole call.
