@@ -275,3 +275,68 @@ async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file(
         2
     );
 }
+
+/// A store whose pointer swaps land but report a failed condition, as a DynamoDB write does when
+/// the SDK retries a request whose first attempt succeeded.
+struct LandedButConflictedStore {
+    inner: Arc<dyn MetaStore>,
+    armed: Arc<AtomicBool>,
+}
+
+#[async_trait]
+impl MetaStore for LandedButConflictedStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn query(
+        &self,
+        pk: &str,
+        sk: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.inner.query(pk, sk, after, limit).await
+    }
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");
+        let key = writes[0].key().clone();
+        self.inner.write(writes).await?;
+        if is_swap && self.armed.load(Ordering::SeqCst) {
+            return Err(StoreError::ConditionFailed { index: 0, key });
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_swap_that_landed_despite_a_condition_failure_is_a_success() {
+    let armed = Arc::new(AtomicBool::new(false));
+    let flag = armed.clone();
+    let c = TestCatalog::with_store(move |inner| {
+        Arc::new(LandedButConflictedStore { inner, armed: flag })
+    })
+    .await;
+    c.create_namespace("landed").await;
+    let created = c.create_table("landed", "t").await;
+    armed.store(true, Ordering::SeqCst);
+    let answer = c.append_snapshot(ADMIN_TOKEN, "landed", "t", 1).await;
+    assert_eq!(answer.assert_ok(200)["metadata"]["current-snapshot-id"], 1);
+    let location = created["metadata"]["location"].as_str().unwrap();
+    assert_eq!(
+        metadata_files(&c, location).await.len(),
+        2,
+        "the landed file is kept"
+    );
+    // A later commit on top of it, also reported as conflicted: found in the metadata log.
+    let answer = c.append_snapshot(ADMIN_TOKEN, "landed", "t", 2).await;
+    answer.assert_ok(200);
+    armed.store(false, Ordering::SeqCst);
+    let loaded = c.get(&table("landed", "t")).await;
+    assert_eq!(
+        loaded.body["metadata"]["snapshots"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}

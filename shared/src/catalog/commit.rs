@@ -133,9 +133,21 @@ impl Catalog {
                 metadata: written.parsed.clone(),
             }),
             Err(StoreError::ConditionFailed { .. }) => {
-                // The swap definitely did not happen: nothing can reference the new file.
-                let _ = objects.delete(std::slice::from_ref(&location)).await;
-                Err(CommitFailedRace::message(&ns.name, &row.name))
+                match self.swap_outcome(ns, &row, &location, &*objects).await {
+                    SwapOutcome::Landed => Ok(CommitTableResponse {
+                        metadata_location: location,
+                        metadata: written.parsed.clone(),
+                    }),
+                    SwapOutcome::Lost => {
+                        // Nothing references the new file: no pointer ever held it.
+                        let _ = objects.delete(std::slice::from_ref(&location)).await;
+                        Err(CommitFailedRace::message(&ns.name, &row.name))
+                    }
+                    SwapOutcome::Unknown => Err(CatalogError::CommitStateUnknown(format!(
+                        "Commit state unknown for {}.{}: the catalog could not tell whether the metadata pointer moved; reload the table before retrying",
+                        ns.name, row.name
+                    ))),
+                }
             }
             Err(e) => {
                 tracing::error!(error = %e, table = %row.name, metadata = %location, "commit outcome unknown");
@@ -277,6 +289,47 @@ impl Catalog {
         }
     }
 
+    /// After a failed conditional swap: did our write land anyway (an SDK retry of a request
+    /// that had succeeded, possibly superseded since), or did another writer win? A landed
+    /// commit is found either as the current pointer or in the current metadata's log.
+    async fn swap_outcome(
+        &self,
+        ns: &NamespaceRow,
+        base: &TableRow,
+        ours: &str,
+        objects: &dyn crate::objects::ObjectStore,
+    ) -> SwapOutcome {
+        let current =
+            match rows::get::<TableRow>(&*self.store, &keys::table(&ns.id, &base.name)).await {
+                Ok(Some(current)) => current.row,
+                Ok(None) => return SwapOutcome::Lost,
+                Err(_) => return SwapOutcome::Unknown,
+            };
+        if current.metadata_location == ours {
+            return SwapOutcome::Landed;
+        }
+        if current.metadata_version <= base.metadata_version || current.id != base.id {
+            return SwapOutcome::Lost;
+        }
+        match self
+            .metadata
+            .load(objects, &current.metadata_location)
+            .await
+        {
+            Ok(metadata)
+                if metadata
+                    .parsed
+                    .metadata_log()
+                    .iter()
+                    .any(|entry| entry.metadata_file == ours) =>
+            {
+                SwapOutcome::Landed
+            }
+            Ok(_) => SwapOutcome::Lost,
+            Err(_) => SwapOutcome::Unknown,
+        }
+    }
+
     /// The storage a table may write to: its override prefix or its namespace's location.
     fn storage_root(&self, ns: &NamespaceRow, row: &TableRow) -> String {
         match &row.storage_override {
@@ -285,6 +338,12 @@ impl Catalog {
             None => ns.location.clone(),
         }
     }
+}
+
+enum SwapOutcome {
+    Landed,
+    Lost,
+    Unknown,
 }
 
 enum CreateRace {
