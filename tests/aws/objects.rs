@@ -119,6 +119,6 @@ async fn s3_object_store_conformance() {
     let bucket = moto::unique("floe-objects");
     moto::create_bucket(&bucket).await;
     let row = moto::s3_bucket("default", &bucket, BucketAuth::Server);
-    let stores = S3Stores::new(moto::sdk(), S3Defaults::default());
-    suite(stores.for_bucket(&row).unwrap(), &row.root).await;
+    let stores = S3Stores::new(moto::sdk().await, S3Defaults::default());
+    suite(stores.for_bucket(&row).await.unwrap(), &row.root).await;
 }

@@ -242,7 +242,7 @@ async fn embedded_store_conformance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dynamodb_store_conformance() {
     let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::new(&moto::sdk()),
+        aws_sdk_dynamodb::Client::new(&moto::sdk().await),
         moto::unique("floe-conformance"),
     );
     assert!(store.create_table().await.unwrap());

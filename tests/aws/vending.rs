@@ -38,14 +38,14 @@ fn bucket(name: &str) -> BucketRow {
     }
 }
 
-fn vendor(clock: Arc<ManualClock>, min_remaining_ms: u64) -> StsVendor {
+async fn vendor(clock: Arc<ManualClock>, min_remaining_ms: u64) -> StsVendor {
     let defaults = S3Defaults {
         endpoint: Some(moto::endpoint()),
         region: Some("us-east-1".into()),
         path_style: true,
     };
     StsVendor::new(
-        aws_sdk_sts::Client::new(&moto::sdk()),
+        aws_sdk_sts::Client::new(&moto::sdk().await),
         clock,
         defaults,
         None,
@@ -63,7 +63,7 @@ fn now_ms() -> u64 {
 #[tokio::test]
 async fn vended_credentials_are_scoped_to_the_table_and_level() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let vendor = vendor(clock, 15 * 60 * 1000);
+    let vendor = vendor(clock, 15 * 60 * 1000).await;
     let bucket = bucket("scoped");
     let table = "s3://scoped/wh/sales-abc123/orders";
     let who = principal();
@@ -119,7 +119,7 @@ async fn vended_credentials_are_scoped_to_the_table_and_level() {
 #[tokio::test]
 async fn hmac_buckets_pass_their_keys_through_without_sts() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let vendor = vendor(clock, 0);
+    let vendor = vendor(clock, 0).await;
     let mut hmac = bucket("hmac");
     hmac.auth = BucketAuth::Hmac {
         access_key_id: "AKIDSTATIC".into(),
@@ -139,7 +139,7 @@ async fn hmac_buckets_pass_their_keys_through_without_sts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let cached = Arc::new(vendor(clock.clone(), 15 * 60 * 1000));
+    let cached = Arc::new(vendor(clock.clone(), 15 * 60 * 1000).await);
     let bucket = bucket("cache");
     let who = principal();
     let table = "s3://cache/wh/ns/t";
@@ -183,7 +183,7 @@ async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials()
         .unwrap();
     assert_eq!(cached.sts_calls(), 5);
 
-    let uncached = vendor(Arc::new(ManualClock::new(now_ms())), u64::MAX / 4);
+    let uncached = vendor(Arc::new(ManualClock::new(now_ms())), u64::MAX / 4).await;
     for _ in 0..1_000 {
         uncached
             .vend(&bucket, table, AccessLevel::Read, &who)

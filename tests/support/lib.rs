@@ -168,7 +168,7 @@ impl TestCatalog {
                 sts: None,
             },
             Backend::Aws => {
-                let sdk = moto::sdk();
+                let sdk = moto::sdk().await;
                 let store = DynamoStore::new(
                     aws_sdk_dynamodb::Client::new(&sdk),
                     moto::unique("floe-http"),
@@ -303,29 +303,35 @@ impl TestCatalog {
     }
 
     /// The object store holding `location`, among this catalog's buckets.
-    fn objects_at(&self, location: &str) -> Arc<dyn ObjectStore> {
+    async fn objects_at(&self, location: &str) -> Arc<dyn ObjectStore> {
         let buckets = self.buckets.lock().unwrap().clone();
         let bucket = buckets
             .iter()
             .find(|b| location.starts_with(&b.root))
             .unwrap_or_else(|| panic!("{location} is in no bucket of this catalog"));
-        self.objects.for_bucket(bucket).unwrap()
+        self.objects.for_bucket(bucket).await.unwrap()
     }
 
     /// Every object under `prefix` (a location), sorted.
     pub async fn files_under(&self, prefix: &str) -> Vec<String> {
         let dir = format!("{}/", prefix.trim_end_matches('/'));
-        let mut found = self.objects_at(prefix).list(&dir, 10_000).await.unwrap();
+        let mut found = self
+            .objects_at(prefix)
+            .await
+            .list(&dir, 10_000)
+            .await
+            .unwrap();
         found.sort();
         found
     }
 
     pub async fn exists(&self, location: &str) -> bool {
-        self.objects_at(location).get(location).await.is_ok()
+        self.objects_at(location).await.get(location).await.is_ok()
     }
 
     pub async fn read_json(&self, location: &str) -> Value {
-        serde_json::from_slice(&self.objects_at(location).get(location).await.unwrap()).unwrap()
+        serde_json::from_slice(&self.objects_at(location).await.get(location).await.unwrap())
+            .unwrap()
     }
 
     pub async fn request(

@@ -10,17 +10,14 @@ pub fn endpoint() -> String {
     )
 }
 
-pub fn sdk() -> SdkConfig {
-    SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
+/// SDK settings for moto, loaded the way production loads them (time source, retries, ...).
+pub async fn sdk() -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
         .endpoint_url(endpoint())
         .region(Region::new("us-east-1"))
-        .credentials_provider(
-            aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
-                "testing", "testing", None, None, "moto",
-            )),
-        )
-        .build()
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "moto"))
+        .load()
+        .await
 }
 
 /// A name no other test uses, for tables and buckets.
@@ -33,7 +30,7 @@ pub fn unique(stem: &str) -> String {
 
 pub async fn create_bucket(name: &str) {
     let client = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(&sdk())
+        aws_sdk_s3::config::Builder::from(&sdk().await)
             .force_path_style(true)
             .build(),
     );

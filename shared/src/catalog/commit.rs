@@ -84,7 +84,7 @@ impl Catalog {
     ) -> Result<CommitTableResponse> {
         let row = current.row;
         let bucket = self.table_bucket(ctx, ns, &row).await?;
-        let objects = self.objects_for(&bucket)?;
+        let objects = self.objects_for(&bucket).await?;
         let base = self
             .metadata
             .load(&*objects, &row.metadata_location)
@@ -241,7 +241,7 @@ impl Catalog {
         metadata: TableMetadata,
     ) -> std::result::Result<CommitTableResponse, CreateRace> {
         let bucket = self.usable_bucket(&ctx.org.name, &ns.row.bucket).await?;
-        let objects = self.objects_for(&bucket)?;
+        let objects = self.objects_for(&bucket).await?;
         let location = metadata_file_location(metadata.location(), 0);
         let written = self.metadata.write(&*objects, &location, metadata).await?;
         let row = TableRow {

@@ -138,8 +138,8 @@ impl Catalog {
         Ok(bucket)
     }
 
-    fn objects_for(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>> {
-        self.objects.for_bucket(bucket).map_err(|e| {
+    async fn objects_for(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>> {
+        self.objects.for_bucket(bucket).await.map_err(|e| {
             tracing::error!(error = %e, bucket = %bucket.nickname, "no object store for bucket");
             CatalogError::Internal(format!(
                 "Storage of bucket configuration '{}' is not reachable from this server",

@@ -81,7 +81,7 @@ impl Catalog {
             .cloned()
             .unwrap_or_else(|| ctx.org.default_bucket.clone());
         let bucket = self.usable_bucket(&ctx.org.name, &nickname).await?;
-        let objects = self.objects_for(&bucket)?;
+        let objects = self.objects_for(&bucket).await?;
         let org = ctx.org.name.as_str();
 
         if let Some(claim) =
@@ -178,7 +178,7 @@ impl Catalog {
             return Err(already_exists(name));
         }
         let bucket = self.usable_bucket(org, &old.row.bucket).await?;
-        let objects = self.objects_for(&bucket)?;
+        let objects = self.objects_for(&bucket).await?;
         if !storage::holds_only_marker(&*objects, &old.row.location).await? {
             return Err(CatalogError::AlreadyExists(format!(
                 "Namespace already exists: {name} (soft-deleted, and its storage still holds data; restore it instead)"

@@ -221,7 +221,7 @@ impl Catalog {
         let (bucket, root, storage_override) = match override_bucket {
             Some(nickname) => {
                 let bucket = self.usable_bucket(&ctx.org.name, nickname).await?;
-                let objects = self.objects_for(&bucket)?;
+                let objects = self.objects_for(&bucket).await?;
                 let id = uuid::Uuid::now_v7().to_string();
                 let owner = MarkerOwner {
                     org: &ctx.org.name,
@@ -251,7 +251,7 @@ impl Catalog {
             Some(given) if storage::is_within(given, &root) => storage::normalize_location(given),
             Some(given) => {
                 if storage_override.is_some() {
-                    storage::remove_marker(&*self.objects_for(&bucket)?, &root).await;
+                    storage::remove_marker(&*self.objects_for(&bucket).await?, &root).await;
                 }
                 return Err(CatalogError::BadRequest(format!(
                     "Table location '{given}' is outside the table's storage"
@@ -303,7 +303,7 @@ impl Catalog {
         placement: Placement,
         metadata: TableMetadata,
     ) -> std::result::Result<(TableRow, Bytes, BucketRow), NewTableError> {
-        let objects = self.objects_for(&placement.bucket)?;
+        let objects = self.objects_for(&placement.bucket).await?;
         let metadata_location = metadata_file_location(&placement.location, 0);
         let written = self
             .metadata
@@ -388,7 +388,7 @@ impl Catalog {
         )?;
         let row = self.table_row(&ns.row, table).await?.row;
         let bucket = self.table_bucket(ctx, &ns.row, &row).await?;
-        let objects = self.objects_for(&bucket)?;
+        let objects = self.objects_for(&bucket).await?;
         let cached = self
             .metadata
             .load(&*objects, &row.metadata_location)

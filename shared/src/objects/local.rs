@@ -174,8 +174,12 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
 #[derive(Debug, Default, Clone)]
 pub struct LocalObjectStores;
 
+#[async_trait]
 impl ObjectStores for LocalObjectStores {
-    fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
+    async fn for_bucket(
+        &self,
+        bucket: &BucketRow,
+    ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
         match bucket.platform {
             Platform::Local => {
                 let root = bucket.root.strip_prefix("file://").ok_or_else(|| {

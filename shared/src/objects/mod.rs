@@ -41,8 +41,12 @@ pub trait ObjectStore: Send + Sync + 'static {
 }
 
 /// Picks the object store that serves a bucket configuration.
+#[async_trait]
 pub trait ObjectStores: Send + Sync + 'static {
-    fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>, ObjectStoresError>;
+    async fn for_bucket(
+        &self,
+        bucket: &BucketRow,
+    ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,15 +73,19 @@ pub struct PlatformStores {
     pub s3: Option<s3::S3Stores>,
 }
 
+#[async_trait]
 impl ObjectStores for PlatformStores {
-    fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
+    async fn for_bucket(
+        &self,
+        bucket: &BucketRow,
+    ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
         use crate::store::rows::Platform;
         match (bucket.platform, &self.s3) {
-            (Platform::S3, Some(s3)) => Ok(s3.for_bucket(bucket)?),
+            (Platform::S3, Some(s3)) => Ok(s3.for_bucket(bucket).await?),
             (Platform::S3, None) => Err(ObjectStoresError::Unsupported(
                 "S3 (not configured on this server)",
             )),
-            _ => self.local.for_bucket(bucket),
+            _ => self.local.for_bucket(bucket).await,
         }
     }
 }

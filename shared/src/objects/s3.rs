@@ -224,7 +224,13 @@ impl S3Stores {
         }
     }
 
-    pub fn for_bucket(&self, bucket: &BucketRow) -> Result<Arc<S3ObjectStore>, ObjectStoresError> {
+    /// The store of a bucket configuration. Customer-managed-role buckets are reached through
+    /// that role (with its external id), static-key buckets with their keys, others with the
+    /// server's own credentials.
+    pub async fn for_bucket(
+        &self,
+        bucket: &BucketRow,
+    ) -> Result<Arc<S3ObjectStore>, ObjectStoresError> {
         let invalid = |reason: &str| ObjectStoresError::Invalid {
             nickname: bucket.nickname.clone(),
             reason: reason.into(),
@@ -256,7 +262,19 @@ impl S3Stores {
                     "floe-bucket-hmac",
                 ));
             }
-            BucketAuth::Server | BucketAuth::CustomerManagedRole { .. } => {}
+            BucketAuth::CustomerManagedRole {
+                role_arn,
+                external_id,
+            } => {
+                let mut role = aws_config::sts::AssumeRoleProvider::builder(role_arn)
+                    .session_name("floe-catalog")
+                    .configure(&self.sdk);
+                if let Some(id) = external_id {
+                    role = role.external_id(id);
+                }
+                config = config.credentials_provider(role.build().await);
+            }
+            BucketAuth::Server => {}
             BucketAuth::Anonymous => {
                 return Err(invalid("anonymous buckets cannot back Iceberg storage"));
             }
