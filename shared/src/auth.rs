@@ -65,9 +65,12 @@ pub fn bearer(header: Option<&str>) -> Result<&str, CatalogError> {
     Ok(token.trim())
 }
 
-/// Resolves a token to its principal.
-pub async fn authenticate(store: &dyn MetaStore, token: &str) -> Result<Principal, CatalogError> {
-    let found = rows::get::<TokenRow>(store, &keys::token(&hash_token(token))).await?;
+/// Resolves a token, given as its stored hash, to its principal.
+pub async fn authenticate_hash(
+    store: &dyn MetaStore,
+    hash: &str,
+) -> Result<Principal, CatalogError> {
+    let found = rows::get::<TokenRow>(store, &keys::token(hash)).await?;
     found
         .map(|v| v.row.principal)
         .ok_or_else(|| CatalogError::Unauthenticated("Invalid or expired token".into()))

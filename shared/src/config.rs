@@ -57,6 +57,9 @@ pub struct Settings {
         default_value_t = 900
     )]
     pub credentials_min_remaining_secs: u64,
+    /// Seconds that tokens, orgs and memberships are remembered (0: read them on every request).
+    #[arg(long, env = "FLOE_AUTH_CACHE_SECS", default_value_t = 10)]
+    pub auth_cache_secs: u64,
     /// Key that signs page tokens; instances behind one endpoint must share it.
     #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
     pub page_token_secret: Option<String>,

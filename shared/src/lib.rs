@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod authz;
 pub mod bootstrap;
+pub mod cache;
 pub mod catalog;
 pub mod clock;
 pub mod config;

@@ -157,7 +157,8 @@ pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBoots
             Arc::new(NoVending),
         ),
     };
-    let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock);
+    let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock)
+        .with_auth_cache_ttl_ms(settings.auth_cache_secs * 1000);
     if let Some(secret) = &settings.page_token_secret {
         catalog = catalog.with_page_token_key(secret.as_bytes());
     }
@@ -184,6 +185,7 @@ pub async fn open(
         s3_access_key_id: None,
         s3_secret_access_key: None,
         credentials_min_remaining_secs: 900,
+        auth_cache_secs: 10,
         page_token_secret: None,
     };
     open_catalog(&settings).await

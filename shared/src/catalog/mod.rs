@@ -19,6 +19,7 @@ pub use tables::TableRequestOptions;
 
 use crate::auth::Principal;
 use crate::authz::{Access, access_denied};
+use crate::cache::TtlCache;
 use crate::clock::Clock;
 use crate::error::{CatalogError, Result};
 use crate::objects::{ObjectStore, ObjectStores};
@@ -37,7 +38,14 @@ pub struct Catalog {
     pub clock: Arc<dyn Clock>,
     metadata: MetadataCache,
     page_tokens: paging::PageTokens,
+    tokens: TtlCache<String, Principal>,
+    /// (org, principal id) -> the org row and the principal's role in it.
+    standing: TtlCache<(String, String), (Option<OrgRow>, Option<rows::OrgRole>)>,
 }
+
+/// Default TTL of remembered tokens, orgs and memberships.
+pub const DEFAULT_AUTH_CACHE_TTL_MS: u64 = 10_000;
+const AUTH_CACHE_ENTRIES: usize = 10_000;
 
 /// An authenticated principal inside one org, with its standing resolved.
 #[derive(Debug, Clone)]
@@ -58,10 +66,31 @@ impl Catalog {
             store,
             objects,
             vendor,
-            clock,
             metadata: MetadataCache::new(512),
             page_tokens: paging::PageTokens::random(),
+            tokens: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
+            standing: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
+            clock,
         }
+    }
+
+    /// The principal of a bearer token. Known tokens are remembered for the cache TTL, so a
+    /// revoked token stops working within it.
+    pub async fn authenticate(&self, token: &str) -> Result<Principal> {
+        let hash = crate::auth::hash_token(token);
+        if let Some(principal) = self.tokens.get(&hash) {
+            return Ok(principal);
+        }
+        let principal = crate::auth::authenticate_hash(&*self.store, &hash).await?;
+        self.tokens.insert(hash, principal.clone());
+        Ok(principal)
+    }
+
+    /// How long tokens, orgs and memberships are remembered (0 disables the cache).
+    pub fn with_auth_cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
+        self.tokens = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
+        self.standing = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
+        self
     }
 
     /// Signs page tokens with `key`, so every instance behind one endpoint accepts them.
@@ -74,20 +103,33 @@ impl Catalog {
     /// before anything else, a disabled Iceberg feature is 403 NotAuthorizedException, and a
     /// principal who sees nothing in the org's catalog gets a blanket 403.
     pub async fn org_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
-        let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
-            .await?
-            .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?
-            .row;
+        let cache_key = (org.to_owned(), principal.id.clone());
+        let (org_row, role) = match self.standing.get(&cache_key) {
+            Some(hit) => hit,
+            None => {
+                let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
+                    .await?
+                    .map(|v| v.row);
+                let role = match &org_row {
+                    Some(_) => {
+                        rows::get::<MemberRow>(&*self.store, &keys::member(org, &principal.id))
+                            .await?
+                            .map(|m| m.row.role)
+                    }
+                    None => None,
+                };
+                self.standing.insert(cache_key, (org_row.clone(), role));
+                (org_row, role)
+            }
+        };
+        let org_row = org_row
+            .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?;
         if !org_row.iceberg_enabled {
             return Err(CatalogError::IcebergDisabled(format!(
                 "Iceberg is not enabled for the organization: {org}"
             )));
         }
-        let member =
-            rows::get::<MemberRow>(&*self.store, &keys::member(org, &principal.id)).await?;
-        let access = Access {
-            org_role: member.map(|m| m.row.role),
-        };
+        let access = Access { org_role: role };
         if !access.sees_catalog() {
             return Err(access_denied());
         }

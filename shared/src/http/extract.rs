@@ -33,9 +33,7 @@ impl FromRequestParts<AppState> for Authenticated {
             })
             .transpose()?;
         let token = auth::bearer(header)?;
-        auth::authenticate(&*state.catalog.store, token)
-            .await
-            .map(Authenticated)
+        state.catalog.authenticate(token).await.map(Authenticated)
     }
 }
 
