@@ -15,6 +15,7 @@ pub mod error;
 pub mod http;
 pub mod local;
 pub mod objects;
+pub mod purge;
 pub mod routes;
 pub mod store;
 pub mod types;

@@ -14,7 +14,64 @@ fn item(pk: &str, sk: &str, version: u64, body: &str) -> Item {
         key: Key::new(pk, sk),
         version,
         body: body.as_bytes().to_vec(),
+        index: None,
     }
+}
+
+fn indexed(pk: &str, sk: &str, version: u64, index_sk: &str) -> Item {
+    Item {
+        index: Some(Key::new("IDX", index_sk)),
+        ..item(pk, sk, version, "indexed")
+    }
+}
+
+/// The sparse index lists exactly the items that carry an index key, in index order.
+async fn sparse_index_follows_writes(store: &dyn MetaStore) {
+    store
+        .write(vec![
+            put(indexed("I#1", "A", 1, "0001#a"), Condition::NotExists),
+            put(indexed("I#1", "B", 1, "0003#b"), Condition::NotExists),
+            put(item("I#1", "C", 1, "plain"), Condition::NotExists),
+        ])
+        .await
+        .unwrap();
+    let keys = |found: Vec<Key>| found.into_iter().map(|k| k.sk).collect::<Vec<_>>();
+    assert_eq!(
+        keys(store.query_index("IDX", "0002~", 10).await.unwrap()),
+        ["A"]
+    );
+    assert_eq!(
+        keys(store.query_index("IDX", "9", 10).await.unwrap()),
+        ["A", "B"]
+    );
+    assert_eq!(keys(store.query_index("IDX", "9", 1).await.unwrap()), ["A"]);
+    assert!(
+        store
+            .query_index("OTHER", "9", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Rewriting without an index key removes the entry; deleting the item removes its entry.
+    store
+        .write(vec![put(
+            item("I#1", "A", 2, "restored"),
+            Condition::VersionIs(1),
+        )])
+        .await
+        .unwrap();
+    assert_eq!(
+        keys(store.query_index("IDX", "9", 10).await.unwrap()),
+        ["B"]
+    );
+    store
+        .write(vec![Write::Delete {
+            key: Key::new("I#1", "B"),
+            condition: Condition::Exists,
+        }])
+        .await
+        .unwrap();
+    assert!(store.query_index("IDX", "9", 10).await.unwrap().is_empty());
 }
 
 fn put(item: Item, condition: Condition) -> Write {
@@ -230,6 +287,7 @@ async fn suite(store: Arc<dyn MetaStore>) {
     conditional_writes(&*store).await;
     transactions_are_atomic(&*store).await;
     queries_page_in_order(&*store).await;
+    sparse_index_follows_writes(&*store).await;
     concurrent_cas_has_one_winner_per_round(store).await;
 }
 

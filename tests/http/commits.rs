@@ -246,6 +246,14 @@ impl MetaStore for UnknownOutcomeStore {
     ) -> Result<Vec<Item>, StoreError> {
         self.inner.query(pk, sk, after, limit).await
     }
+    async fn query_index(
+        &self,
+        pk: &str,
+        upto: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError> {
+        self.inner.query_index(pk, upto, limit).await
+    }
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");
         if is_swap && self.armed.load(Ordering::SeqCst) {
@@ -296,6 +304,14 @@ impl MetaStore for LandedButConflictedStore {
         limit: usize,
     ) -> Result<Vec<Item>, StoreError> {
         self.inner.query(pk, sk, after, limit).await
+    }
+    async fn query_index(
+        &self,
+        pk: &str,
+        upto: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError> {
+        self.inner.query_index(pk, upto, limit).await
     }
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");

@@ -6,4 +6,5 @@ mod config;
 mod errors;
 mod namespaces;
 mod persistence;
+mod purge;
 mod tables;

@@ -17,10 +17,10 @@ async fn state_survives_reopening_and_a_second_process_is_refused() {
         dir: tmp,
         store,
         router,
+        catalog,
         ..
     } = c;
-    drop(router);
-    drop(store);
+    drop((router, catalog, store));
     let reopened = EmbeddedStore::open(&tmp.path().join("catalog")).expect("reopen after release");
     let ns = rows::get::<NamespaceRow>(&reopened, &keys::namespace(ORG, "durable"))
         .await

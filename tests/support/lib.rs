@@ -34,6 +34,7 @@ pub struct TestCatalog {
     pub dir: tempfile::TempDir,
     pub store: Arc<dyn MetaStore>,
     pub router: Router,
+    pub catalog: Arc<Catalog>,
     pub read_token: String,
     pub write_token: String,
     /// A valid token of a principal that is no member of the org.
@@ -251,12 +252,13 @@ impl TestCatalog {
             parts.vendor,
             Arc::new(clock),
         ));
-        let router = floe::http::router(catalog, &Group::ALL);
+        let router = floe::http::router(catalog.clone(), &Group::ALL);
         let sts = parts.sts;
         Self {
             dir,
             store,
             router,
+            catalog,
             read_token,
             write_token,
             outsider_token,
@@ -323,6 +325,16 @@ impl TestCatalog {
             .unwrap();
         found.sort();
         found
+    }
+
+    pub async fn delete_files(&self, locations: &[String]) {
+        if let Some(first) = locations.first() {
+            self.objects_at(first)
+                .await
+                .delete(locations)
+                .await
+                .unwrap();
+        }
     }
 
     pub async fn exists(&self, location: &str) -> bool {

@@ -180,7 +180,7 @@ impl Catalog {
         Ok(bucket)
     }
 
-    async fn objects_for(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>> {
+    pub(crate) async fn objects_for(&self, bucket: &BucketRow) -> Result<Arc<dyn ObjectStore>> {
         self.objects.for_bucket(bucket).await.map_err(|e| {
             tracing::error!(error = %e, bucket = %bucket.nickname, "no object store for bucket");
             CatalogError::Internal(format!(

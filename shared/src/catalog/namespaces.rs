@@ -233,13 +233,13 @@ impl Catalog {
                 )));
             }
             let mut row = ns.row.clone();
-            row.deleted_ms = Some(self.clock.now_ms());
+            let deleted_ms = self.clock.now_ms();
+            row.deleted_ms = Some(deleted_ms);
             let key = keys::namespace(&ctx.org.name, name);
-            match self
-                .store
-                .write(vec![rows::put(key, &row, Condition::VersionIs(ns.version))])
-                .await
-            {
+            // The sparse index is how the purge finds expired namespaces without a scan.
+            let index = keys::deleted_namespace(deleted_ms, &ctx.org.name, name);
+            let write = rows::put_indexed(key, &row, Condition::VersionIs(ns.version), Some(index));
+            match self.store.write(vec![write]).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. }) => continue,
                 Err(e) => return Err(e.into()),

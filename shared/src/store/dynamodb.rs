@@ -45,6 +45,10 @@ fn item_attributes(item: &Item) -> Attributes {
         "body".into(),
         AttributeValue::B(Blob::new(item.body.clone())),
     );
+    if let Some(index) = &item.index {
+        attributes.insert("gsi1pk".into(), AttributeValue::S(index.pk.clone()));
+        attributes.insert("gsi1sk".into(), AttributeValue::S(index.sk.clone()));
+    }
     attributes
 }
 
@@ -71,7 +75,16 @@ fn decode(attributes: &Attributes) -> Result<Item, StoreError> {
         Some(AttributeValue::B(b)) => b.clone().into_inner(),
         _ => return Err(corrupt("no body attribute")),
     };
-    Ok(Item { key, version, body })
+    let index = match (text("gsi1pk"), text("gsi1sk")) {
+        (Some(pk), Some(sk)) => Some(Key::new(pk, sk)),
+        _ => None,
+    };
+    Ok(Item {
+        key,
+        version,
+        body,
+        index,
+    })
 }
 
 /// The condition expression and its values, if the condition needs one.
@@ -368,6 +381,49 @@ impl MetaStore for DynamoStore {
                 .map_err(read_error)?;
             for attributes in page.items() {
                 out.push(decode(attributes)?);
+            }
+            match page.last_evaluated_key() {
+                Some(last) if !last.is_empty() => start = Some(last.clone()),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn query_index(
+        &self,
+        index_pk: &str,
+        upto_sk: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError> {
+        let mut out = Vec::new();
+        let mut start = None;
+        while out.len() < limit {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(DELETED_INDEX)
+                .key_condition_expression("gsi1pk = :pk AND gsi1sk <= :upto")
+                .expression_attribute_values(":pk", AttributeValue::S(index_pk.to_owned()))
+                .expression_attribute_values(":upto", AttributeValue::S(upto_sk.to_owned()))
+                .limit(
+                    i32::try_from(limit - out.len())
+                        .unwrap_or(i32::MAX)
+                        .min(1000),
+                )
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(read_error)?;
+            for attributes in page.items() {
+                let text = |name: &str| match attributes.get(name) {
+                    Some(AttributeValue::S(s)) => Some(s.clone()),
+                    _ => None,
+                };
+                if let (Some(pk), Some(sk)) = (text("pk"), text("sk")) {
+                    out.push(Key::new(pk, sk));
+                }
             }
             match page.last_evaluated_key() {
                 Some(last) if !last.is_empty() => start = Some(last.clone()),

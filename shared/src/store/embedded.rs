@@ -13,6 +13,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use super::{Item, Key, MetaStore, StoreError, Write, condition_holds, validate_batch};
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
+/// The sparse index: (index pk, index sk, item pk, item sk).
+const INDEX: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("index");
 
 /// Why the embedded store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +65,7 @@ impl EmbeddedStore {
         let init = || -> Result<(), redb::Error> {
             let txn = db.begin_write()?;
             txn.open_table(ITEMS)?;
+            txn.open_table(INDEX)?;
             txn.commit()?;
             Ok(())
         };
@@ -94,18 +97,47 @@ fn decode(key: Key, raw: &[u8]) -> Result<Item, StoreError> {
             reason: "value shorter than its header".into(),
         });
     }
-    let (version, body) = raw.split_at(8);
+    let corrupt = |reason: &str| StoreError::Corrupt {
+        key: key.clone(),
+        reason: reason.into(),
+    };
+    let (version, rest) = raw.split_at(8);
     let version = u64::from_le_bytes(version.try_into().expect("8 bytes"));
+    if rest.len() < 4 {
+        return Err(corrupt("value shorter than its header"));
+    }
+    let (index_len, rest) = rest.split_at(4);
+    let index_len = u32::from_le_bytes(index_len.try_into().expect("4 bytes")) as usize;
+    if rest.len() < index_len {
+        return Err(corrupt("index longer than the value"));
+    }
+    let (index, body) = rest.split_at(index_len);
+    let index = if index.is_empty() {
+        None
+    } else {
+        let (pk, sk): (String, String) =
+            serde_json::from_slice(index).map_err(|_| corrupt("malformed index key"))?;
+        Some(Key::new(pk, sk))
+    };
     Ok(Item {
         key,
         version,
         body: body.to_vec(),
+        index,
     })
 }
 
+/// Layout: version (8 bytes), index length (4 bytes), index key as JSON, body.
 fn encode(item: &Item) -> Vec<u8> {
-    let mut raw = Vec::with_capacity(8 + item.body.len());
+    let index = item
+        .index
+        .as_ref()
+        .map(|k| serde_json::to_vec(&(&k.pk, &k.sk)).expect("index key serializes"))
+        .unwrap_or_default();
+    let mut raw = Vec::with_capacity(12 + index.len() + item.body.len());
     raw.extend_from_slice(&item.version.to_le_bytes());
+    raw.extend_from_slice(&(index.len() as u32).to_le_bytes());
+    raw.extend_from_slice(&index);
     raw.extend_from_slice(&item.body);
     raw
 }
@@ -168,28 +200,72 @@ impl MetaStore for EmbeddedStore {
         .await
     }
 
+    async fn query_index(
+        &self,
+        index_pk: &str,
+        upto_sk: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError> {
+        let (index_pk, upto_sk) = (index_pk.to_owned(), upto_sk.to_owned());
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(unavailable)?;
+            let table = txn.open_table(INDEX).map_err(unavailable)?;
+            let mut out = Vec::new();
+            for entry in table
+                .range((index_pk.as_str(), "", "", "")..)
+                .map_err(unavailable)?
+            {
+                let (k, _) = entry.map_err(unavailable)?;
+                let (ipk, isk, pk, sk) = k.value();
+                if ipk != index_pk || isk > upto_sk.as_str() || out.len() >= limit {
+                    break;
+                }
+                out.push(Key::new(pk, sk));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         validate_batch(&writes)?;
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(unavailable)?;
             {
                 let mut table = txn.open_table(ITEMS).map_err(unavailable)?;
+                let mut index_table = txn.open_table(INDEX).map_err(unavailable)?;
+                let mut previous = Vec::with_capacity(writes.len());
                 for (index, write) in writes.iter().enumerate() {
                     let key = write.key();
                     let current = table
                         .get((key.pk.as_str(), key.sk.as_str()))
                         .map_err(unavailable)?
-                        .map(|raw| decode(key.clone(), raw.value()).map(|item| item.version))
+                        .map(|raw| decode(key.clone(), raw.value()))
                         .transpose()?;
-                    if !condition_holds(write.condition(), current) {
+                    if !condition_holds(write.condition(), current.as_ref().map(|i| i.version)) {
                         // Dropping the transaction without commit discards every earlier write.
                         return Err(StoreError::ConditionFailed {
                             index,
                             key: key.clone(),
                         });
                     }
+                    previous.push(current.and_then(|item| item.index));
                 }
-                for write in &writes {
+                for (write, old_index) in writes.iter().zip(previous) {
+                    let key = write.key();
+                    if matches!(write, Write::Check { .. }) {
+                        continue;
+                    }
+                    if let Some(old) = old_index {
+                        index_table
+                            .remove((
+                                old.pk.as_str(),
+                                old.sk.as_str(),
+                                key.pk.as_str(),
+                                key.sk.as_str(),
+                            ))
+                            .map_err(unavailable)?;
+                    }
                     match write {
                         Write::Put { item, .. } => {
                             let raw = encode(item);
@@ -199,6 +275,19 @@ impl MetaStore for EmbeddedStore {
                                     raw.as_slice(),
                                 )
                                 .map_err(unavailable)?;
+                            if let Some(new) = &item.index {
+                                index_table
+                                    .insert(
+                                        (
+                                            new.pk.as_str(),
+                                            new.sk.as_str(),
+                                            key.pk.as_str(),
+                                            key.sk.as_str(),
+                                        ),
+                                        (),
+                                    )
+                                    .map_err(unavailable)?;
+                            }
                         }
                         Write::Delete { key, .. } => {
                             table

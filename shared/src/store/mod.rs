@@ -28,11 +28,13 @@ impl Key {
 }
 
 /// One stored item: a versioned, opaque JSON body. The version is what conditions compare.
+/// Items with an `index` key also appear in the store's sparse secondary index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub key: Key,
     pub version: u64,
     pub body: Vec<u8>,
+    pub index: Option<Key>,
 }
 
 /// What must hold about an item's current state for a write to apply.
@@ -102,6 +104,16 @@ pub trait MetaStore: Send + Sync + 'static {
 
     /// Applies every write, or none when any condition fails.
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError>;
+
+    /// Keys of items whose index key has partition `index_pk` and sort key at most `upto_sk`,
+    /// ascending by index sort key. The index may lag writes slightly (as DynamoDB's does):
+    /// callers re-read each item before acting on it.
+    async fn query_index(
+        &self,
+        index_pk: &str,
+        upto_sk: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError>;
 }
 
 /// Checks one condition against the current version (`None` when the item is absent).

@@ -199,6 +199,19 @@ pub mod keys {
     pub fn namespace_partition(namespace_id: &str) -> String {
         format!("NS#{namespace_id}")
     }
+    /// Partition of the sparse index entry of every soft-deleted namespace.
+    pub const DELETED_NAMESPACES: &str = "DELETED_NS";
+    /// Index entry of a soft-deleted namespace, ordered by deletion time.
+    pub fn deleted_namespace(deleted_ms: u64, org: &str, name: &str) -> Key {
+        Key::new(
+            DELETED_NAMESPACES,
+            format!("{}#{org}#{name}", deleted_sort_key(deleted_ms)),
+        )
+    }
+    /// The index sort key prefix of a deletion time (zero-padded, so order is time order).
+    pub fn deleted_sort_key(deleted_ms: u64) -> String {
+        format!("{deleted_ms:020}")
+    }
     pub fn token(hash_hex: &str) -> Key {
         Key::new(format!("TOKEN#{hash_hex}"), "TOKEN")
     }
@@ -238,13 +251,28 @@ pub async fn get<T: DeserializeOwned>(
 
 /// A put of `row` at `key`: version 1 when created, `expected + 1` when replacing.
 pub fn put<T: Serialize>(key: Key, row: &T, condition: Condition) -> Write {
+    put_indexed(key, row, condition, None)
+}
+
+/// A put that also places the item in the sparse index under `index`.
+pub fn put_indexed<T: Serialize>(
+    key: Key,
+    row: &T,
+    condition: Condition,
+    index: Option<Key>,
+) -> Write {
     let version = match condition {
         Condition::VersionIs(v) => v + 1,
         _ => 1,
     };
     let body = serde_json::to_vec(row).expect("catalog rows always serialize");
     Write::Put {
-        item: Item { key, version, body },
+        item: Item {
+            key,
+            version,
+            body,
+            index,
+        },
         condition,
     }
 }
