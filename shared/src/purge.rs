@@ -51,7 +51,7 @@ impl Catalog {
                 report.skipped += 1;
                 continue;
             };
-            if !ns.row.deleted_ms.is_some_and(|d| d <= cutoff) {
+            if ns.row.deleted_ms.is_none_or(|d| d > cutoff) {
                 report.skipped += 1;
                 continue;
             }
