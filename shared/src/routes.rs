@@ -186,6 +186,28 @@ pub const ROUTES: &[Route] = &[
     ),
 ];
 
+/// Whether a concrete path (relative to the base path) fits a route template, segment by
+/// segment, with `{param}` matching any one non-empty segment.
+pub fn matches(template: &str, path: &str) -> bool {
+    let mut want = template.split('/');
+    let mut have = path.split('/');
+    loop {
+        match (want.next(), have.next()) {
+            (None, None) => return true,
+            (Some(w), Some(h)) if w.starts_with('{') && w.ends_with('}') && !h.is_empty() => {}
+            (Some(w), Some(h)) if w == h => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The route a request would take in a deployment serving every group.
+pub fn find(method: &str, path: &str) -> Option<&'static Route> {
+    ROUTES
+        .iter()
+        .find(|r| r.method.eq_ignore_ascii_case(method) && matches(r.path, path))
+}
+
 /// The `endpoints` list advertised by `GET /v1/config`.
 pub fn advertised_endpoints() -> Vec<String> {
     ROUTES.iter().map(Route::endpoint).collect()
@@ -195,6 +217,25 @@ pub fn advertised_endpoints() -> Vec<String> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn concrete_paths_find_their_route() {
+        let load = find("GET", "/v1/acme/namespaces/ns/tables/t").unwrap();
+        assert_eq!(load.operation, Operation::LoadTable);
+        assert_eq!(
+            find("POST", "/v1/acme/namespaces/ns/tables/t")
+                .unwrap()
+                .group,
+            Group::Commits
+        );
+        assert_eq!(
+            find("POST", "/v1/acme/tables/rename").unwrap().operation,
+            Operation::RenameTable
+        );
+        assert!(find("GET", "/v1/acme/namespaces/ns/tables/t/extra").is_none());
+        assert!(find("GET", "/v1/acme/namespaces//tables").is_none());
+        assert!(find("PUT", "/v1/acme/namespaces").is_none());
+    }
 
     #[test]
     fn seventeen_unique_routes_each_in_one_group() {

@@ -1,22 +1,58 @@
-//! What every Floe Lambda function does at cold start: JSON logs, one catalog built from
-//! settings, then serving exactly its endpoint group's routes from the shared route table.
+//! What every Floe Lambda function does at cold start: JSON logs (with the invocation's request
+//! id from the runtime's span), one catalog built from settings, then serving exactly its
+//! endpoint group's routes from the shared route table.
 
+use std::sync::Arc;
+
+use floe::catalog::Catalog;
 use floe::routes::Group;
 
-/// Serves one endpoint group through `lambda_http`. State is built once per cold start and reused
-/// by every warm invocation.
-pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
+/// Logging and the catalog, built once per cold start and reused by every warm invocation.
+pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FLOE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_current_span(false)
+        .with_current_span(true)
+        .with_span_list(false)
         .without_time()
         .init();
     let settings = floe::config::Settings::from_env()?;
     let (catalog, _) = floe::local::open_catalog(&settings).await?;
+    Ok(catalog)
+}
+
+/// Serves one endpoint group through `lambda_http`; routes of other groups answer a spec 404.
+pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
+    let catalog = init().await?;
     tracing::info!(group = group.name(), "function ready");
     lambda_http::run(floe::http::router(catalog, &[group])).await
+}
+
+/// Namespaces the purge handles per invocation, so one run stays well inside the timeout.
+pub const PURGE_NAMESPACES_PER_RUN: usize = 25;
+
+/// The scheduled purge: one bounded run; a run cut short is finished by the next.
+pub async fn purge(
+    catalog: &Catalog,
+    event: lambda_runtime::LambdaEvent<serde_json::Value>,
+) -> Result<floe::purge::PurgeReport, lambda_runtime::Error> {
+    use floe::clock::{Clock, SystemClock};
+    tracing::info!(request_id = %event.context.request_id, "purge run started");
+    let report = catalog
+        .purge_expired(
+            SystemClock.now_ms(),
+            floe::purge::RECOVERY_PERIOD,
+            PURGE_NAMESPACES_PER_RUN,
+        )
+        .await?;
+    tracing::info!(
+        purged = report.purged.len(),
+        objects_deleted = report.objects_deleted,
+        skipped = report.skipped,
+        "purge run finished"
+    );
+    Ok(report)
 }

@@ -301,6 +301,12 @@ pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
 
 pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     let path = uri.path();
+    let relative = path.strip_prefix(super::BASE_PATH).unwrap_or(path);
+    if crate::routes::find(method.as_str(), relative).is_some() {
+        // A route of another endpoint group: this function does not serve it.
+        return CatalogError::NotFound(format!("No route for {method} {path} in this function"))
+            .into_response();
+    }
     if path.contains("/views") {
         return CatalogError::Unsupported(format!(
             "{method} {path} is not supported by this catalog"

@@ -1,0 +1,120 @@
+"""Writes the sample API Gateway HTTP API (payload 2.0) events, one per route, plus the purge's
+scheduled event. Run from the repository root: python3 events/generate.py
+
+The events address org `demo` with the token `ema_events_example_token`, the namespace
+`events_ns` and the table `events_table`; tests/lambda provisions exactly that before feeding
+each file through lambda_http's own decoding.
+"""
+
+import json
+import pathlib
+import urllib.parse
+
+TOKEN = "ema_events_example_token"
+HERE = pathlib.Path(__file__).parent
+
+SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
+
+# name, method, route template, path parameters, query, body
+ROUTES = [
+    ("get-config", "GET", "/v1/config", {}, {"warehouse": "demo"}, None),
+    ("list-namespaces", "GET", "/v1/{prefix}/namespaces", {}, {}, None),
+    ("create-namespace", "POST", "/v1/{prefix}/namespaces", {}, {},
+     {"namespace": ["events_created"], "properties": {"owner": "events"}}),
+    ("load-namespace", "GET", "/v1/{prefix}/namespaces/{namespace}", {"namespace": "events_ns"}, {}, None),
+    ("namespace-exists", "HEAD", "/v1/{prefix}/namespaces/{namespace}", {"namespace": "events_ns"}, {}, None),
+    ("drop-namespace", "DELETE", "/v1/{prefix}/namespaces/{namespace}", {"namespace": "events_empty"}, {}, None),
+    ("update-namespace-properties", "POST", "/v1/{prefix}/namespaces/{namespace}/properties",
+     {"namespace": "events_ns"}, {}, {"updates": {"owner": "events"}, "removals": ["stale"]}),
+    ("list-tables", "GET", "/v1/{prefix}/namespaces/{namespace}/tables", {"namespace": "events_ns"},
+     {"pageSize": "10"}, None),
+    ("create-table", "POST", "/v1/{prefix}/namespaces/{namespace}/tables", {"namespace": "events_ns"}, {},
+     {"name": "created_table", "schema": SCHEMA}),
+    ("load-table", "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+     {"namespace": "events_ns", "table": "events_table"}, {}, None),
+    ("load-credentials", "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+     {"namespace": "events_ns", "table": "events_table"}, {}, None),
+    ("table-exists", "HEAD", "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+     {"namespace": "events_ns", "table": "events_table"}, {}, None),
+    ("commit-table", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+     {"namespace": "events_ns", "table": "events_table"}, {},
+     {"requirements": [], "updates": [{"action": "set-properties", "updates": {"owner": "events"}}]}),
+    ("drop-table", "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
+     {"namespace": "events_ns", "table": "events_table"}, {"purgeRequested": "true"}, None),
+    ("rename-table", "POST", "/v1/{prefix}/tables/rename", {}, {},
+     {"source": {"namespace": ["events_ns"], "name": "events_table"},
+      "destination": {"namespace": ["events_ns"], "name": "renamed_table"}}),
+    ("report-metrics", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+     {"namespace": "events_ns", "table": "events_table"}, {},
+     {"report-type": "commit-report", "table-name": "events_ns.events_table", "snapshot-id": 1,
+      "sequence-number": 1, "operation": "append", "metrics": {}}),
+    ("list-views", "GET", "/v1/{prefix}/namespaces/{namespace}/views", {"namespace": "events_ns"}, {}, None),
+]
+
+
+def event(method, template, params, query, body):
+    params = {"prefix": "demo", **params} if "{prefix}" in template else params
+    path = "/iceberg" + template
+    for name, value in params.items():
+        path = path.replace("{" + name + "}", urllib.parse.quote(value, safe=""))
+    route_key = f"{method} /iceberg{template}"
+    headers = {
+        "accept": "application/json",
+        "authorization": f"Bearer {TOKEN}",
+        "host": "floe.execute-api.us-east-1.amazonaws.com",
+        "user-agent": "PyIceberg/0.12.0",
+        "x-iceberg-access-delegation": "vended-credentials",
+    }
+    if body is not None:
+        headers["content-type"] = "application/json"
+    out = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": urllib.parse.urlencode(query),
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "floe",
+            "domainName": "floe.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "floe",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "192.0.2.10",
+                     "userAgent": "PyIceberg/0.12.0"},
+            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": "29/Nov/2026:12:00:00 +0000",
+            "timeEpoch": 1796040000000,
+        },
+        "isBase64Encoded": False,
+    }
+    if query:
+        out["queryStringParameters"] = query
+    if params:
+        out["pathParameters"] = params
+    if body is not None:
+        out["body"] = json.dumps(body)
+    return out
+
+
+SCHEDULE = {
+    "version": "0",
+    "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2026-11-29T12:00:00Z",
+    "region": "us-east-1",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/floe-purge"],
+    "detail": {},
+}
+
+
+def main():
+    for name, method, template, params, query, body in ROUTES:
+        (HERE / f"{name}.json").write_text(json.dumps(event(method, template, params, query, body), indent=2) + "\n")
+    (HERE / "purge-schedule.json").write_text(json.dumps(SCHEDULE, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+//! Scheduled (EventBridge) entry point of the purge of expired soft-deleted namespaces.
+
+use lambda_runtime::{Error, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let catalog = floe_lambda::init().await?;
+    lambda_runtime::run(service_fn(|event| {
+        let catalog = catalog.clone();
+        async move { floe_lambda::purge(&catalog, event).await }
+    }))
+    .await
+}
