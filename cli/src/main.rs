@@ -23,6 +23,8 @@ enum Command {
     /// Administration: store initialization and api-client tokens.
     #[command(subcommand)]
     Admin(serve::AdminCommand),
+    /// Print the route table (method, path, endpoint group) as JSON.
+    Routes,
     /// Measure loadTable and commit latency against a running catalog.
     Bench(bench::BenchArgs),
 }
@@ -38,6 +40,14 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Admin(command) => serve::admin(command).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::Routes => {
+                let routes: Vec<serde_json::Value> = floe::routes::ROUTES
+                    .iter()
+                    .map(|r| serde_json::json!({"method": r.method, "path": r.path, "group": r.group.name()}))
+                    .collect();
+                println!("{}", serde_json::Value::Array(routes));
+                Ok(())
+            }
         }
     });
     match outcome {

@@ -23,6 +23,9 @@ pub struct Settings {
     /// Admin token to register; when unset, one is generated on first start.
     #[arg(long, env = "FLOE_DEV_TOKEN", hide_env_values = true)]
     pub dev_token: Option<String>,
+    /// Provision the dev org, its default bucket and the admin token at start (idempotent).
+    #[arg(long, env = "FLOE_BOOTSTRAP", default_value_t = true, action = clap::ArgAction::Set)]
+    pub bootstrap: bool,
     /// Catalog store: embedded or dynamodb.
     #[arg(long, env = "FLOE_STORE", value_enum, default_value = "embedded")]
     pub store: StoreKind,

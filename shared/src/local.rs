@@ -128,13 +128,17 @@ pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBoots
     let store = open_store(settings, sdk.as_ref()).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let defaults = sdk.as_ref().map(|sdk| s3_defaults(settings, sdk));
-    let bucket = dev_bucket(settings, defaults.as_ref())?;
-    let dev = DevSettings {
-        org: &settings.dev_org,
-        bucket,
-        token: settings.dev_token.as_deref(),
+    let boot = if settings.bootstrap {
+        let dev = DevSettings {
+            org: &settings.dev_org,
+            bucket: dev_bucket(settings, defaults.as_ref())?,
+            // An empty token (an unset template parameter, say) means none.
+            token: settings.dev_token.as_deref().filter(|t| !t.is_empty()),
+        };
+        bootstrap::bootstrap_dev(&*store, &*clock, &dev).await?
+    } else {
+        DevBootstrap { created_org: false, generated_token: None }
     };
-    let boot = bootstrap::bootstrap_dev(&*store, &*clock, &dev).await?;
     let (objects, vendor): (PlatformStores, Arc<dyn CredentialVendor>) = match (&sdk, defaults) {
         (Some(sdk), Some(defaults)) => (
             PlatformStores {
@@ -175,6 +179,7 @@ pub async fn open(
         data_dir: data_dir.to_path_buf(),
         dev_org: org.to_owned(),
         dev_token: token.map(str::to_owned),
+        bootstrap: true,
         store: StoreKind::Embedded,
         dynamodb_table: String::new(),
         dev_bucket: None,
