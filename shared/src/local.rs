@@ -137,7 +137,10 @@ pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBoots
         };
         bootstrap::bootstrap_dev(&*store, &*clock, &dev).await?
     } else {
-        DevBootstrap { created_org: false, generated_token: None }
+        DevBootstrap {
+            created_org: false,
+            generated_token: None,
+        }
     };
     let (objects, vendor): (PlatformStores, Arc<dyn CredentialVendor>) = match (&sdk, defaults) {
         (Some(sdk), Some(defaults)) => (

@@ -168,3 +168,54 @@ async fn the_schedule_event_runs_the_purge() {
     // Nothing has been deleted for seven days yet.
     assert!(report.purged.is_empty());
 }
+
+/// A store that panics: the function must still answer, with a spec 500.
+struct PanickingStore;
+
+#[async_trait::async_trait]
+impl floe::store::MetaStore for PanickingStore {
+    async fn get(
+        &self,
+        _: &floe::store::Key,
+    ) -> Result<Option<floe::store::Item>, floe::store::StoreError> {
+        panic!("store exploded")
+    }
+    async fn query(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+        _: usize,
+    ) -> Result<Vec<floe::store::Item>, floe::store::StoreError> {
+        panic!("store exploded")
+    }
+    async fn write(&self, _: Vec<floe::store::Write>) -> Result<(), floe::store::StoreError> {
+        panic!("store exploded")
+    }
+    async fn query_index(
+        &self,
+        _: &str,
+        _: &str,
+        _: usize,
+    ) -> Result<Vec<floe::store::Key>, floe::store::StoreError> {
+        panic!("store exploded")
+    }
+}
+
+#[tokio::test]
+async fn a_panic_becomes_a_spec_500_not_a_runtime_crash() {
+    let catalog = Arc::new(Catalog::new(
+        Arc::new(PanickingStore),
+        Arc::new(floe::objects::local::LocalObjectStores),
+        Arc::new(floe::vending::NoVending),
+        Arc::new(floe::clock::SystemClock),
+    ));
+    let raw = std::fs::read_to_string(events_dir().join("get-config.json")).unwrap();
+    let answer = invoke(catalog, Group::Config, &raw).await;
+    assert_eq!(answer["statusCode"], 500);
+    let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        body,
+        json!({"error": {"message": "Internal server error", "type": "InternalServerError", "code": 500}})
+    );
+}
