@@ -1,16 +1,14 @@
 //! The commit path: check requirements, apply updates with the `iceberg` metadata builder,
 //! stamp authors, write a new metadata file, then compare-and-swap the table's pointer.
 
-use iceberg::spec::{
-    FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
-};
+use iceberg::spec::{FormatVersion, SortOrder, TableMetadataBuilder, UnboundPartitionSpec};
 use iceberg::{ErrorKind, TableRequirement, TableUpdate};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::metadata::metadata_file_location;
 use super::namespaces::busy;
-use super::tables::format_v3_unsupported;
+use super::tables::{NewTableError, Placement, format_v3_unsupported};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, no_such_table, storage};
 use crate::auth::{Principal, PrincipalKind};
 use crate::authz::{Action, Resource, authorize};
@@ -224,69 +222,27 @@ impl Catalog {
                 builder = update.apply(builder).map_err(update_failed)?;
             }
             let metadata = builder.build().map_err(update_failed)?.metadata;
-            match self.insert_created(ctx, &ns, table, metadata).await {
-                Ok(response) => return Ok(response),
-                Err(CreateRace::NamespaceChanged) => continue,
-                Err(CreateRace::Failed(e)) => return Err(e),
+            let placement = Placement {
+                bucket: self.usable_bucket(&ctx.org.name, &ns.row.bucket).await?,
+                root: ns.row.location.clone(),
+                location: metadata.location().to_owned(),
+                storage_override: None,
+            };
+            match self
+                .commit_new_table(ctx, &ns, table, placement, metadata)
+                .await
+            {
+                Ok(created) => {
+                    return Ok(CommitTableResponse {
+                        metadata_location: created.row.metadata_location,
+                        metadata: created.metadata.parsed.clone(),
+                    });
+                }
+                Err(NewTableError::NamespaceChanged) => continue,
+                Err(NewTableError::Failed(e)) => return Err(e),
             }
         }
         Err(busy())
-    }
-
-    async fn insert_created(
-        &self,
-        ctx: &OrgContext,
-        ns: &Versioned<NamespaceRow>,
-        table: &str,
-        metadata: TableMetadata,
-    ) -> std::result::Result<CommitTableResponse, CreateRace> {
-        let bucket = self.usable_bucket(&ctx.org.name, &ns.row.bucket).await?;
-        let objects = self.objects_for(&bucket).await?;
-        let location = metadata_file_location(metadata.location(), 0);
-        let written = self.metadata.write(&*objects, &location, metadata).await?;
-        let row = TableRow {
-            id: written.parsed.uuid().to_string(),
-            namespace_id: ns.row.id.clone(),
-            name: table.to_owned(),
-            location: written.parsed.location().to_owned(),
-            metadata_location: location.clone(),
-            metadata_version: 0,
-            storage_override: None,
-            created_ms: self.clock.now_ms(),
-        };
-        let mut ns_row = ns.row.clone();
-        ns_row.table_count += 1;
-        let writes = vec![
-            rows::put(
-                keys::namespace(&ctx.org.name, &ns.row.name),
-                &ns_row,
-                Condition::VersionIs(ns.version),
-            ),
-            rows::put(keys::table(&ns.row.id, table), &row, Condition::NotExists),
-        ];
-        match self.store.write(writes).await {
-            Ok(()) => Ok(CommitTableResponse {
-                metadata_location: location,
-                metadata: written.parsed.clone(),
-            }),
-            Err(StoreError::ConditionFailed { index, .. }) => {
-                let _ = objects.delete(std::slice::from_ref(&location)).await;
-                if index == 0 {
-                    Err(CreateRace::NamespaceChanged)
-                } else {
-                    Err(CatalogError::AlreadyExists(format!(
-                        "Table already exists: {}.{table}",
-                        ns.row.name
-                    ))
-                    .into())
-                }
-            }
-            Err(e) => Err(CatalogError::CommitStateUnknown(format!(
-                "Commit state unknown for {}.{table}: {e}; reload the table before retrying",
-                ns.row.name
-            ))
-            .into()),
-        }
     }
 
     /// After a failed conditional swap: did our write land anyway (an SDK retry of a request
@@ -344,17 +300,6 @@ enum SwapOutcome {
     Landed,
     Lost,
     Unknown,
-}
-
-enum CreateRace {
-    NamespaceChanged,
-    Failed(CatalogError),
-}
-
-impl From<CatalogError> for CreateRace {
-    fn from(e: CatalogError) -> Self {
-        CreateRace::Failed(e)
-    }
 }
 
 struct CommitFailedRace;

@@ -8,7 +8,9 @@ use iceberg::spec::{
     UnboundPartitionSpec,
 };
 
-use super::metadata::metadata_file_location;
+use std::sync::Arc;
+
+use super::metadata::{CachedMetadata, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
 use super::storage::{self, MarkerOwner};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
@@ -35,12 +37,19 @@ pub struct TableRequestOptions {
 }
 
 /// Where a new table's files go.
-struct Placement {
-    bucket: BucketRow,
+pub(super) struct Placement {
+    pub bucket: BucketRow,
     /// The storage the table may use: its override prefix or its namespace's location.
-    root: String,
-    location: String,
-    storage_override: Option<TableStorage>,
+    pub root: String,
+    pub location: String,
+    pub storage_override: Option<TableStorage>,
+}
+
+/// A table just inserted: its row, its first metadata file and the bucket it lives on.
+pub(super) struct NewTable {
+    pub row: TableRow,
+    pub metadata: Arc<CachedMetadata>,
+    pub bucket: BucketRow,
 }
 
 impl Catalog {
@@ -185,7 +194,11 @@ impl Catalog {
                 .commit_new_table(ctx, &ns, &request.name, placement, metadata)
                 .await
             {
-                Ok((row, raw, bucket)) => {
+                Ok(NewTable {
+                    row,
+                    metadata,
+                    bucket,
+                }) => {
                     return self
                         .table_result(
                             ctx,
@@ -196,7 +209,7 @@ impl Catalog {
                                 location: &row.location,
                             },
                             Some(row.metadata_location.clone()),
-                            raw,
+                            metadata.raw.clone(),
                             options,
                         )
                         .await;
@@ -295,14 +308,15 @@ impl Catalog {
 
     /// Writes metadata version 0 and inserts the table row together with the namespace's table
     /// count (and override prefix claim) in one conditional write.
-    async fn commit_new_table(
+    /// Shared by createTable and the create commit of a staged table.
+    pub(super) async fn commit_new_table(
         &self,
         ctx: &OrgContext,
         ns: &Versioned<NamespaceRow>,
         name: &str,
         placement: Placement,
         metadata: TableMetadata,
-    ) -> std::result::Result<(TableRow, Bytes, BucketRow), NewTableError> {
+    ) -> std::result::Result<NewTable, NewTableError> {
         let objects = self.objects_for(&placement.bucket).await?;
         let metadata_location = metadata_file_location(&placement.location, 0);
         let written = self
@@ -355,7 +369,11 @@ impl Catalog {
             }
         }
         match outcome {
-            Ok(()) => Ok((row, written.raw.clone(), placement.bucket)),
+            Ok(()) => Ok(NewTable {
+                row,
+                metadata: written,
+                bucket: placement.bucket,
+            }),
             Err(StoreError::ConditionFailed { index: 0, .. }) => {
                 Err(NewTableError::NamespaceChanged)
             }
@@ -366,7 +384,14 @@ impl Catalog {
                 "The generated storage prefix is already claimed; retry the request".into(),
             )
             .into()),
-            Err(e) => Err(CatalogError::from(e).into()),
+            Err(e) => {
+                tracing::error!(error = %e, table = name, "table creation outcome unknown");
+                Err(CatalogError::CommitStateUnknown(format!(
+                "Commit state unknown for {}.{name}: the catalog could not confirm the table was created; load it before retrying",
+                ns.row.name
+            ))
+            .into())
+            }
         }
     }
 
@@ -593,7 +618,7 @@ struct TableAt<'a> {
     location: &'a str,
 }
 
-enum NewTableError {
+pub(super) enum NewTableError {
     NamespaceChanged,
     Failed(CatalogError),
 }
