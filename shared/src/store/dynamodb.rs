@@ -87,17 +87,17 @@ fn decode(attributes: &Attributes) -> Result<Item, StoreError> {
     })
 }
 
-/// The condition expression and its values, if the condition needs one.
-fn expression(condition: Condition) -> Option<(String, Option<AttributeValue>)> {
-    match condition {
-        Condition::Always => None,
-        Condition::NotExists => Some(("attribute_not_exists(pk)".into(), None)),
-        Condition::Exists => Some(("attribute_exists(pk)".into(), None)),
-        Condition::VersionIs(v) => Some((
-            "v = :expected".into(),
-            Some(AttributeValue::N(v.to_string())),
-        )),
-    }
+/// The condition expression and its attribute values, as the SDK's `set_*` setters take them
+/// (`None` for an unconditional write). Single writes and transactions share it.
+fn condition_parts(condition: Condition) -> (Option<String>, Option<Attributes>) {
+    let (expr, value) = match condition {
+        Condition::Always => return (None, None),
+        Condition::NotExists => ("attribute_not_exists(pk)", None),
+        Condition::Exists => ("attribute_exists(pk)", None),
+        Condition::VersionIs(v) => ("v = :expected", Some(AttributeValue::N(v.to_string()))),
+    };
+    let values = value.map(|v| HashMap::from([(":expected".to_owned(), v)]));
+    (Some(expr.to_owned()), values)
 }
 
 /// Whether a failed request may still have been applied.
@@ -196,17 +196,14 @@ impl DynamoStore {
     }
 
     async fn put(&self, item: &Item, condition: Condition) -> Result<(), StoreError> {
-        let mut request = self
+        let (expr, values) = condition_parts(condition);
+        let request = self
             .client
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(item_attributes(item)));
-        if let Some((expr, value)) = expression(condition) {
-            request = request.condition_expression(expr);
-            if let Some(value) = value {
-                request = request.expression_attribute_values(":expected", value);
-            }
-        }
+            .set_item(Some(item_attributes(item)))
+            .set_condition_expression(expr)
+            .set_expression_attribute_values(values);
         match request.send().await {
             Ok(_) => Ok(()),
             Err(e)
@@ -231,17 +228,14 @@ impl DynamoStore {
     }
 
     async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
-        let mut request = self
+        let (expr, values) = condition_parts(condition);
+        let request = self
             .client
             .delete_item()
             .table_name(&self.table)
-            .set_key(Some(key_attributes(key)));
-        if let Some((expr, value)) = expression(condition) {
-            request = request.condition_expression(expr);
-            if let Some(value) = value {
-                request = request.expression_attribute_values(":expected", value);
-            }
-        }
+            .set_key(Some(key_attributes(key)))
+            .set_condition_expression(expr)
+            .set_expression_attribute_values(values);
         match request.send().await {
             Ok(_) => Ok(()),
             Err(e)
@@ -258,11 +252,7 @@ impl DynamoStore {
     }
 
     fn transact_item(&self, write: &Write) -> TransactWriteItem {
-        let (expr, value) = match expression(write.condition()) {
-            Some((expr, value)) => (Some(expr), value),
-            None => (None, None),
-        };
-        let values = value.map(|v| HashMap::from([(":expected".to_owned(), v)]));
+        let (expr, values) = condition_parts(write.condition());
         match write {
             Write::Put { item, .. } => TransactWriteItem::builder()
                 .put(
