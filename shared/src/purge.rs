@@ -55,9 +55,19 @@ impl Catalog {
                 report.skipped += 1;
                 continue;
             }
-            let deleted = self.empty_prefix(&ns.row).await?;
+            let bucket =
+                rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.row.org, &ns.row.bucket))
+                    .await?
+                    .ok_or_else(|| {
+                        CatalogError::Internal(format!(
+                            "bucket configuration '{}' is gone",
+                            ns.row.bucket
+                        ))
+                    })?
+                    .row;
+            let deleted = self.empty_prefix(&ns.row, &bucket).await?;
             report.objects_deleted += deleted;
-            self.remove_namespace(&ns.row, ns.version).await?;
+            self.remove_namespace(&ns.row, ns.version, &bucket).await?;
             tracing::info!(org = %ns.row.org, namespace = %ns.row.name, objects = deleted, "purged namespace");
             report
                 .purged
@@ -67,14 +77,8 @@ impl Catalog {
     }
 
     /// Deletes every object under the namespace's storage root, a batch at a time.
-    async fn empty_prefix(&self, ns: &NamespaceRow) -> Result<u64> {
-        let bucket = rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.org, &ns.bucket))
-            .await?
-            .ok_or_else(|| {
-                CatalogError::Internal(format!("bucket configuration '{}' is gone", ns.bucket))
-            })?
-            .row;
-        let objects = self.objects_for(&bucket).await?;
+    async fn empty_prefix(&self, ns: &NamespaceRow, bucket: &BucketRow) -> Result<u64> {
+        let objects = self.objects_for(bucket).await?;
         let prefix = format!("{}/", ns.location.trim_end_matches('/'));
         let mut deleted = 0;
         loop {
@@ -88,11 +92,12 @@ impl Catalog {
     }
 
     /// Removes the row and its claims, unless the namespace changed (was restored) meanwhile.
-    async fn remove_namespace(&self, ns: &NamespaceRow, version: u64) -> Result<()> {
-        let bucket_root = rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.org, &ns.bucket))
-            .await?
-            .map(|b| b.row.root)
-            .unwrap_or_default();
+    async fn remove_namespace(
+        &self,
+        ns: &NamespaceRow,
+        version: u64,
+        bucket: &BucketRow,
+    ) -> Result<()> {
         let mut writes = vec![Write::Delete {
             key: keys::namespace(&ns.org, &ns.name),
             condition: Condition::VersionIs(version),
@@ -107,7 +112,7 @@ impl Catalog {
                 condition: Condition::VersionIs(claim.version),
             });
         }
-        let prefix_key = keys::prefix_claim(&bucket_root, &ns.prefix);
+        let prefix_key = keys::prefix_claim(&bucket.root, &ns.prefix);
         if self.store.get(&prefix_key).await?.is_some() {
             writes.push(Write::Delete {
                 key: prefix_key,
