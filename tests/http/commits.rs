@@ -226,14 +226,25 @@ async fn schema_evolution_commit() {
     assert_eq!(metadata["last-column-id"], 3);
 }
 
-/// A store whose pointer swaps fail with an unknown outcome while armed.
-struct UnknownOutcomeStore {
+/// How a `SwapFaultStore` misreports a pointer swap while armed.
+#[derive(Clone, Copy)]
+enum SwapFault {
+    /// The write is not applied and the outcome is unknown (a timeout after sending).
+    UnknownOutcome,
+    /// The write lands but reports a failed condition, as a DynamoDB write does when the SDK
+    /// retries a request whose first attempt succeeded.
+    LandedButConflicted,
+}
+
+/// A store that misreports single-item writes to table rows (pointer swaps) while armed.
+struct SwapFaultStore {
     inner: Arc<dyn MetaStore>,
     armed: Arc<AtomicBool>,
+    fault: SwapFault,
 }
 
 #[async_trait]
-impl MetaStore for UnknownOutcomeStore {
+impl MetaStore for SwapFaultStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         self.inner.get(key).await
     }
@@ -256,20 +267,38 @@ impl MetaStore for UnknownOutcomeStore {
     }
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");
-        if is_swap && self.armed.load(Ordering::SeqCst) {
-            return Err(StoreError::Unknown("timed out after sending".into()));
+        if !(is_swap && self.armed.load(Ordering::SeqCst)) {
+            return self.inner.write(writes).await;
         }
-        self.inner.write(writes).await
+        match self.fault {
+            SwapFault::UnknownOutcome => Err(StoreError::Unknown("timed out after sending".into())),
+            SwapFault::LandedButConflicted => {
+                let key = writes[0].key().clone();
+                self.inner.write(writes).await?;
+                Err(StoreError::ConditionFailed { index: 0, key })
+            }
+        }
     }
+}
+
+/// A catalog whose pointer swaps misreport with `fault` once the returned flag is set.
+async fn with_swap_fault(fault: SwapFault) -> (TestCatalog, Arc<AtomicBool>) {
+    let armed = Arc::new(AtomicBool::new(false));
+    let flag = armed.clone();
+    let c = TestCatalog::with_store(move |inner| {
+        Arc::new(SwapFaultStore {
+            inner,
+            armed: flag,
+            fault,
+        })
+    })
+    .await;
+    (c, armed)
 }
 
 #[tokio::test]
 async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file() {
-    let armed = Arc::new(AtomicBool::new(false));
-    let flag = armed.clone();
-    let c =
-        TestCatalog::with_store(move |inner| Arc::new(UnknownOutcomeStore { inner, armed: flag }))
-            .await;
+    let (c, armed) = with_swap_fault(SwapFault::UnknownOutcome).await;
     c.create_namespace("unk").await;
     let created = c.create_table("unk", "t").await;
     armed.store(true, Ordering::SeqCst);
@@ -284,54 +313,9 @@ async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file(
     );
 }
 
-/// A store whose pointer swaps land but report a failed condition, as a DynamoDB write does when
-/// the SDK retries a request whose first attempt succeeded.
-struct LandedButConflictedStore {
-    inner: Arc<dyn MetaStore>,
-    armed: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl MetaStore for LandedButConflictedStore {
-    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn query(
-        &self,
-        pk: &str,
-        sk: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        self.inner.query(pk, sk, after, limit).await
-    }
-    async fn query_index(
-        &self,
-        pk: &str,
-        upto: &str,
-        limit: usize,
-    ) -> Result<Vec<Key>, StoreError> {
-        self.inner.query_index(pk, upto, limit).await
-    }
-    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");
-        let key = writes[0].key().clone();
-        self.inner.write(writes).await?;
-        if is_swap && self.armed.load(Ordering::SeqCst) {
-            return Err(StoreError::ConditionFailed { index: 0, key });
-        }
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn a_swap_that_landed_despite_a_condition_failure_is_a_success() {
-    let armed = Arc::new(AtomicBool::new(false));
-    let flag = armed.clone();
-    let c = TestCatalog::with_store(move |inner| {
-        Arc::new(LandedButConflictedStore { inner, armed: flag })
-    })
-    .await;
+    let (c, armed) = with_swap_fault(SwapFault::LandedButConflicted).await;
     c.create_namespace("landed").await;
     let created = c.create_table("landed", "t").await;
     armed.store(true, Ordering::SeqCst);
