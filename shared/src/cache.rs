@@ -37,6 +37,10 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
             .map(|(v, _)| v.clone())
     }
 
+    pub fn clear(&self) {
+        self.entries.lock().expect("cache lock").clear();
+    }
+
     pub fn insert(&self, key: K, value: V) {
         if self.ttl_ms == 0 {
             return;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use floe::store::dynamodb::DynamoStore;
 use floe::store::embedded::EmbeddedStore;
-use floe::store::{Condition, Item, Key, MetaStore, StoreError, Write};
+use floe::store::{Condition, Item, Key, MetaStore, StoreError, Token, Write};
 use tokio::sync::Barrier;
 
 use floe_tests::moto;
@@ -13,8 +13,16 @@ fn item(pk: &str, sk: &str, version: u64, body: &str) -> Item {
     Item {
         key: Key::new(pk, sk),
         version,
+        token: None,
         body: body.as_bytes().to_vec(),
         index: None,
+    }
+}
+
+fn tokened(pk: &str, sk: &str, body: &str, token: Token) -> Item {
+    Item {
+        token: Some(token),
+        ..item(pk, sk, 1, body)
     }
 }
 
@@ -283,7 +291,123 @@ async fn concurrent_cas_has_one_winner_per_round(store: Arc<dyn MetaStore>) {
     assert_eq!(store.get(&key).await.unwrap().unwrap().version, ROUNDS + 1);
 }
 
+/// A token condition holds only for the token last written: a version that restarts when an
+/// item is deleted and re-created cannot satisfy it, and tokenless items match `TokenIs(None)`.
+async fn token_conditions(store: &dyn MetaStore) {
+    let (first, second, third) = (Token::random(), Token::random(), Token::random());
+    store
+        .write(vec![put(
+            item("K#1", "LEGACY", 4, "old"),
+            Condition::NotExists,
+        )])
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .write(vec![put(
+                tokened("K#1", "LEGACY", "x", first),
+                Condition::TokenIs(Some(first))
+            )])
+            .await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+    store
+        .write(vec![put(
+            tokened("K#1", "LEGACY", "tokened", first),
+            Condition::TokenIs(None),
+        )])
+        .await
+        .unwrap();
+    let read = store
+        .get(&Key::new("K#1", "LEGACY"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.token, Some(first));
+    assert_eq!(read.body, b"tokened");
+    assert!(matches!(
+        store
+            .write(vec![put(
+                tokened("K#1", "LEGACY", "x", second),
+                Condition::TokenIs(None)
+            )])
+            .await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+
+    // Drop and re-create: same key, same version 1, new token. The old token no longer holds.
+    store
+        .write(vec![put(
+            tokened("K#1", "T", "a", first),
+            Condition::NotExists,
+        )])
+        .await
+        .unwrap();
+    store
+        .write(vec![Write::Delete {
+            key: Key::new("K#1", "T"),
+            condition: Condition::TokenIs(Some(first)),
+        }])
+        .await
+        .unwrap();
+    store
+        .write(vec![put(
+            tokened("K#1", "T", "b", second),
+            Condition::NotExists,
+        )])
+        .await
+        .unwrap();
+    assert!(matches!(
+        store
+            .write(vec![put(
+                tokened("K#1", "T", "stale", third),
+                Condition::TokenIs(Some(first))
+            )])
+            .await,
+        Err(StoreError::ConditionFailed { index: 0, .. })
+    ));
+    assert!(matches!(
+        store
+            .write(vec![put(
+                tokened("K#1", "ABSENT", "x", third),
+                Condition::TokenIs(None)
+            )])
+            .await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+    store
+        .write(vec![put(
+            tokened("K#1", "T", "c", third),
+            Condition::TokenIs(Some(second)),
+        )])
+        .await
+        .unwrap();
+    let read = store.get(&Key::new("K#1", "T")).await.unwrap().unwrap();
+    assert_eq!((read.token, read.body), (Some(third), b"c".to_vec()));
+    let listed = store.query("K#1", "T", None, 10).await.unwrap();
+    assert_eq!(listed[0].token, Some(third), "queries return tokens too");
+
+    // A plain put clears the token.
+    store
+        .write(vec![put(
+            item("K#1", "T", 2, "plain"),
+            Condition::TokenIs(Some(third)),
+        )])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .get(&Key::new("K#1", "T"))
+            .await
+            .unwrap()
+            .unwrap()
+            .token,
+        None
+    );
+}
+
 async fn suite(store: Arc<dyn MetaStore>) {
+    token_conditions(&*store).await;
     conditional_writes(&*store).await;
     transactions_are_atomic(&*store).await;
     queries_page_in_order(&*store).await;

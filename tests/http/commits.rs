@@ -226,21 +226,11 @@ async fn schema_evolution_commit() {
     assert_eq!(metadata["last-column-id"], 3);
 }
 
-/// How a `SwapFaultStore` misreports a pointer swap while armed.
-#[derive(Clone, Copy)]
-enum SwapFault {
-    /// The write is not applied and the outcome is unknown (a timeout after sending).
-    UnknownOutcome,
-    /// The write lands but reports a failed condition, as a DynamoDB write does when the SDK
-    /// retries a request whose first attempt succeeded.
-    LandedButConflicted,
-}
-
-/// A store that misreports single-item writes to table rows (pointer swaps) while armed.
+/// A store whose single-item writes to table rows (pointer swaps) are not applied and end with
+/// an unknown outcome (a timeout after sending) while armed.
 struct SwapFaultStore {
     inner: Arc<dyn MetaStore>,
     armed: Arc<AtomicBool>,
-    fault: SwapFault,
 }
 
 #[async_trait]
@@ -270,35 +260,22 @@ impl MetaStore for SwapFaultStore {
         if !(is_swap && self.armed.load(Ordering::SeqCst)) {
             return self.inner.write(writes).await;
         }
-        match self.fault {
-            SwapFault::UnknownOutcome => Err(StoreError::Unknown("timed out after sending".into())),
-            SwapFault::LandedButConflicted => {
-                let key = writes[0].key().clone();
-                self.inner.write(writes).await?;
-                Err(StoreError::ConditionFailed { index: 0, key })
-            }
-        }
+        Err(StoreError::Unknown("timed out after sending".into()))
     }
 }
 
-/// A catalog whose pointer swaps misreport with `fault` once the returned flag is set.
-async fn with_swap_fault(fault: SwapFault) -> (TestCatalog, Arc<AtomicBool>) {
+/// A catalog whose pointer swaps end unknown once the returned flag is set.
+async fn with_swap_fault() -> (TestCatalog, Arc<AtomicBool>) {
     let armed = Arc::new(AtomicBool::new(false));
     let flag = armed.clone();
-    let c = TestCatalog::with_store(move |inner| {
-        Arc::new(SwapFaultStore {
-            inner,
-            armed: flag,
-            fault,
-        })
-    })
-    .await;
+    let c =
+        TestCatalog::with_store(move |inner| Arc::new(SwapFaultStore { inner, armed: flag })).await;
     (c, armed)
 }
 
 #[tokio::test]
 async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file() {
-    let (c, armed) = with_swap_fault(SwapFault::UnknownOutcome).await;
+    let (c, armed) = with_swap_fault().await;
     c.create_namespace("unk").await;
     let created = c.create_table("unk", "t").await;
     armed.store(true, Ordering::SeqCst);
@@ -308,34 +285,6 @@ async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file(
     assert_eq!(
         metadata_files(&c, created["metadata"]["location"].as_str().unwrap())
             .await
-            .len(),
-        2
-    );
-}
-
-#[tokio::test]
-async fn a_swap_that_landed_despite_a_condition_failure_is_a_success() {
-    let (c, armed) = with_swap_fault(SwapFault::LandedButConflicted).await;
-    c.create_namespace("landed").await;
-    let created = c.create_table("landed", "t").await;
-    armed.store(true, Ordering::SeqCst);
-    let answer = c.append_snapshot(ADMIN_TOKEN, "landed", "t", 1).await;
-    assert_eq!(answer.assert_ok(200)["metadata"]["current-snapshot-id"], 1);
-    let location = created["metadata"]["location"].as_str().unwrap();
-    assert_eq!(
-        metadata_files(&c, location).await.len(),
-        2,
-        "the landed file is kept"
-    );
-    // A later commit on top of it, also reported as conflicted: found in the metadata log.
-    let answer = c.append_snapshot(ADMIN_TOKEN, "landed", "t", 2).await;
-    answer.assert_ok(200);
-    armed.store(false, Ordering::SeqCst);
-    let loaded = c.get(&table("landed", "t")).await;
-    assert_eq!(
-        loaded.body["metadata"]["snapshots"]
-            .as_array()
-            .unwrap()
             .len(),
         2
     );

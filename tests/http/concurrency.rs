@@ -66,4 +66,5 @@ async fn concurrent_writers_lose_nothing() {
         "{} commits landed with {conflicts} conflicts retried",
         WRITERS * COMMITS_PER_WRITER
     );
+    assert!(conflicts > 0, "the writers never actually raced");
 }

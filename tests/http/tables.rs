@@ -14,7 +14,14 @@ async fn create_load_head_list_drop() {
     let ns_location = ns["properties"]["location"].as_str().unwrap();
     let created = c.create_table("t1", "events").await;
     let location = created["metadata"]["location"].as_str().unwrap();
-    assert_eq!(location, format!("{ns_location}/events"));
+    // A directory of its own: `<namespace root>/<name>-<random>`.
+    let directory = location
+        .strip_prefix(&format!("{ns_location}/events-"))
+        .unwrap_or_else(|| panic!("{location}"));
+    assert!(
+        directory.len() == 12 && !directory.contains('/'),
+        "{location}"
+    );
     let metadata_location = created["metadata-location"].as_str().unwrap();
     assert!(
         metadata_location.starts_with(&format!("{location}/metadata/00000-"))

@@ -337,8 +337,27 @@ impl TestCatalog {
         }
     }
 
+    /// Replaces an object, as a client holding write credentials for its directory could.
+    pub async fn overwrite(&self, location: &str, bytes: Vec<u8>) {
+        let objects = self.objects_at(location).await;
+        objects.delete(&[location.to_owned()]).await.unwrap();
+        objects
+            .put_if_absent(location, Bytes::from(bytes))
+            .await
+            .unwrap();
+    }
+
     pub async fn exists(&self, location: &str) -> bool {
         self.objects_at(location).await.get(location).await.is_ok()
+    }
+
+    pub async fn read_bytes(&self, location: &str) -> Vec<u8> {
+        self.objects_at(location)
+            .await
+            .get(location)
+            .await
+            .unwrap()
+            .to_vec()
     }
 
     pub async fn read_json(&self, location: &str) -> Value {

@@ -8,13 +8,13 @@ use serde_json::Value;
 
 use super::metadata::metadata_file_location;
 use super::namespaces::busy;
-use super::tables::{NewTableError, Placement, format_v3_unsupported};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, no_such_table, storage};
+use super::tables::{NewTableError, format_v3_unsupported};
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, placement};
 use crate::auth::{Principal, PrincipalKind};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::store::rows::{self, NamespaceRow, TableRow, Versioned, keys};
-use crate::store::{Condition, StoreError};
+use crate::store::{Condition, StoreError, Token};
 use crate::types::{CommitTableResponse, TableIdentifier};
 
 /// Snapshot summary key stamped with the committing user's display name.
@@ -33,7 +33,7 @@ struct CommitTableRequest {
 
 impl Catalog {
     /// Commits a CommitTableRequest body. Outcomes: 200 when the pointer moved (or nothing
-    /// changed), 409 when a requirement failed or another writer won, 5xx
+    /// changed), 409 when a requirement failed or another writer certainly won, 5xx
     /// CommitStateUnknownException when the swap's outcome cannot be known.
     pub async fn commit_table(
         &self,
@@ -53,23 +53,19 @@ impl Catalog {
             ));
         }
         reject_format_v3(&request.updates)?;
-        let ns = self.live_namespace(ctx, namespace).await?;
-        authorize(
-            &ctx.access,
-            Resource::Table {
-                namespace: &ns.row,
-                table,
-            },
-            Action::Write,
-        )?;
         let is_create = request
             .requirements
             .iter()
             .any(|r| matches!(r, TableRequirement::NotExist));
-        match rows::get::<TableRow>(&*self.store, &keys::table(&ns.row.id, table)).await? {
-            Some(row) => self.commit_existing(ctx, &ns.row, row, request).await,
-            None if is_create => self.commit_create(ctx, namespace, table, request).await,
-            None => Err(no_such_table(namespace, table)),
+        match self
+            .authorized_table(ctx, namespace, table, Action::Write)
+            .await
+        {
+            Ok((ns, row)) => self.commit_existing(ctx, &ns, row, request).await,
+            Err(CatalogError::NoSuchTable(_)) if is_create => {
+                self.commit_create(ctx, namespace, table, request).await
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -84,18 +80,13 @@ impl Catalog {
         let bucket = self.table_bucket(ctx, ns, &row).await?;
         let objects = self.objects_for(&bucket).await?;
         let base = self
-            .metadata
-            .load(&*objects, &row.metadata_location)
-            .await?;
+            .current_metadata(ctx, ns, &row, &*objects)
+            .await?
+            .parse()?;
         for requirement in &request.requirements {
-            requirement
-                .check(Some(&base.parsed))
-                .map_err(requirement_failed)?;
+            requirement.check(Some(&base)).map_err(requirement_failed)?;
         }
-        let root = self.storage_root(ns, &row);
-        check_locations(&request.updates, &root)?;
         let mut builder = base
-            .parsed
             .clone()
             .into_builder(Some(row.metadata_location.clone()));
         for update in request.updates {
@@ -105,50 +96,52 @@ impl Catalog {
         if built.changes.is_empty() {
             return Ok(CommitTableResponse {
                 metadata_location: row.metadata_location,
-                metadata: base.parsed.clone(),
+                metadata: base,
             });
         }
+        placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
         let version = row.metadata_version + 1;
         let location = metadata_file_location(built.metadata.location(), version);
         let written = self
             .metadata
-            .write(&*objects, &location, built.metadata)
+            .write(&*objects, &location, &built.metadata)
             .await?;
         let next = TableRow {
-            location: written.parsed.location().to_owned(),
+            location: built.metadata.location().to_owned(),
             metadata_location: location.clone(),
             metadata_version: version,
+            metadata_sha256: Some(written.sha256.clone()),
+            directory: Some(row.directory().to_owned()),
+            bucket: Some(bucket.nickname.clone()),
             ..row.clone()
         };
-        let swap = rows::put(
+        // Conditioned on the token this commit read: a token is drawn afresh for every write of
+        // a table row, so neither a later commit nor a re-created table can satisfy it.
+        let swap = rows::put_tokened(
             keys::table(&ns.id, &row.name),
             &next,
-            Condition::VersionIs(current.version),
+            Condition::TokenIs(current.token),
+            Some(current.version),
+            Token::random(),
         );
         match self.store.write(vec![swap]).await {
             Ok(()) => Ok(CommitTableResponse {
                 metadata_location: location,
-                metadata: written.parsed.clone(),
+                metadata: built.metadata,
             }),
+            // The store's writes are idempotent, so a failed condition proves nothing landed.
+            // The new file stays: nothing references it, and an orphan is harmless.
             Err(StoreError::ConditionFailed { .. }) => {
-                match self.swap_outcome(ns, &row, &location, &*objects).await {
-                    SwapOutcome::Landed => Ok(CommitTableResponse {
-                        metadata_location: location,
-                        metadata: written.parsed.clone(),
-                    }),
-                    SwapOutcome::Lost => {
-                        // Nothing references the new file: no pointer ever held it.
-                        let _ = objects.delete(std::slice::from_ref(&location)).await;
-                        Err(CommitFailedRace::message(&ns.name, &row.name))
-                    }
-                    SwapOutcome::Unknown => Err(CatalogError::CommitStateUnknown(format!(
-                        "Commit state unknown for {}.{}: the catalog could not tell whether the metadata pointer moved; reload the table before retrying",
-                        ns.name, row.name
-                    ))),
-                }
+                Err(CommitFailedRace::message(&ns.name, &row.name))
+            }
+            Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
+                tracing::warn!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, "commit not applied");
+                Err(CatalogError::Internal(
+                    "The catalog store did not apply the commit; retry the request".into(),
+                ))
             }
             Err(e) => {
-                tracing::error!(error = %e, table = %row.name, metadata = %location, "commit outcome unknown");
+                tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, metadata = %location, "commit outcome unknown");
                 Err(CatalogError::CommitStateUnknown(format!(
                     "Commit state unknown for {}.{}: the catalog could not confirm the metadata pointer swap; reload the table before retrying",
                     ns.name, row.name
@@ -184,9 +177,7 @@ impl Catalog {
                 TableUpdate::AddSchema { schema: s } if schema.is_none() => {
                     schema = Some(s.clone())
                 }
-                TableUpdate::SetLocation { location: l } => {
-                    location = Some(storage::normalize_location(l))
-                }
+                TableUpdate::SetLocation { location: l } => location = Some(l.clone()),
                 TableUpdate::UpgradeFormatVersion { format_version: v } => format_version = *v,
                 _ => {}
             }
@@ -197,20 +188,14 @@ impl Catalog {
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.live_namespace(ctx, namespace).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
-            let location = match &location {
-                Some(l) if storage::is_within(l, &ns.row.location) => l.clone(),
-                Some(l) => {
-                    return Err(CatalogError::BadRequest(format!(
-                        "Table location '{l}' is outside the table's storage"
-                    )));
-                }
-                None => crate::objects::join(&ns.row.location, table),
-            };
+            let placement = self
+                .place_table(ctx, &ns.row, table, location.as_deref(), None)
+                .await?;
             let base = TableMetadataBuilder::new(
                 schema.clone(),
                 UnboundPartitionSpec::builder().build(),
                 SortOrder::unsorted_order(),
-                location.clone(),
+                placement.location.clone(),
                 format_version,
                 Default::default(),
             )
@@ -222,12 +207,7 @@ impl Catalog {
                 builder = update.apply(builder).map_err(update_failed)?;
             }
             let metadata = builder.build().map_err(update_failed)?.metadata;
-            let placement = Placement {
-                bucket: self.usable_bucket(&ctx.org.name, &ns.row.bucket).await?,
-                root: ns.row.location.clone(),
-                location: metadata.location().to_owned(),
-                storage_override: None,
-            };
+            placement::check_paths(&metadata, &placement.directory, None)?;
             match self
                 .commit_new_table(ctx, &ns, table, placement, metadata)
                 .await
@@ -235,7 +215,7 @@ impl Catalog {
                 Ok(created) => {
                     return Ok(CommitTableResponse {
                         metadata_location: created.row.metadata_location,
-                        metadata: created.metadata.parsed.clone(),
+                        metadata: created.metadata.parse()?,
                     });
                 }
                 Err(NewTableError::NamespaceChanged) => continue,
@@ -244,62 +224,6 @@ impl Catalog {
         }
         Err(busy())
     }
-
-    /// After a failed conditional swap: did our write land anyway (an SDK retry of a request
-    /// that had succeeded, possibly superseded since), or did another writer win? A landed
-    /// commit is found either as the current pointer or in the current metadata's log.
-    async fn swap_outcome(
-        &self,
-        ns: &NamespaceRow,
-        base: &TableRow,
-        ours: &str,
-        objects: &dyn crate::objects::ObjectStore,
-    ) -> SwapOutcome {
-        let current =
-            match rows::get::<TableRow>(&*self.store, &keys::table(&ns.id, &base.name)).await {
-                Ok(Some(current)) => current.row,
-                Ok(None) => return SwapOutcome::Lost,
-                Err(_) => return SwapOutcome::Unknown,
-            };
-        if current.metadata_location == ours {
-            return SwapOutcome::Landed;
-        }
-        if current.metadata_version <= base.metadata_version || current.id != base.id {
-            return SwapOutcome::Lost;
-        }
-        match self
-            .metadata
-            .load(objects, &current.metadata_location)
-            .await
-        {
-            Ok(metadata)
-                if metadata
-                    .parsed
-                    .metadata_log()
-                    .iter()
-                    .any(|entry| entry.metadata_file == ours) =>
-            {
-                SwapOutcome::Landed
-            }
-            Ok(_) => SwapOutcome::Lost,
-            Err(_) => SwapOutcome::Unknown,
-        }
-    }
-
-    /// The storage a table may write to: its override prefix or its namespace's location.
-    fn storage_root(&self, ns: &NamespaceRow, row: &TableRow) -> String {
-        match &row.storage_override {
-            // An override table's location is its whole prefix.
-            Some(_) => row.location.clone(),
-            None => ns.location.clone(),
-        }
-    }
-}
-
-enum SwapOutcome {
-    Landed,
-    Lost,
-    Unknown,
 }
 
 struct CommitFailedRace;
@@ -352,20 +276,6 @@ fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
     } else {
         Ok(())
     }
-}
-
-/// A set-location update must stay inside the table's storage.
-fn check_locations(updates: &[TableUpdate], root: &str) -> Result<()> {
-    for update in updates {
-        if let TableUpdate::SetLocation { location } = update
-            && !storage::is_within(location, root)
-        {
-            return Err(CatalogError::BadRequest(format!(
-                "Table location '{location}' is outside the table's storage"
-            )));
-        }
-    }
-    Ok(())
 }
 
 fn requirement_failed(e: iceberg::Error) -> CatalogError {

@@ -1,13 +1,20 @@
-//! Table metadata files: names, reads through an immutable-file cache, and no-overwrite writes.
+//! Table metadata files: names, verified reads through a byte-bounded cache, no-overwrite writes.
+//!
+//! Anyone holding write credentials for a table directory can replace files in it, so a metadata
+//! file is never trusted for what it says: every file read is checked against the table row (the
+//! table uuid, its location and the SHA-256 the catalog recorded when it wrote the file) before
+//! it is served or used as the base of a commit.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use iceberg::spec::TableMetadata;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
 use crate::error::{CatalogError, Result};
 use crate::objects::{ObjectError, ObjectStore, join};
+use crate::store::rows::TableRow;
 
 /// `<location>/metadata/NNNNN-<uuid>.metadata.json`; the first file of a table is version 0.
 pub fn metadata_file_location(table_location: &str, version: u64) -> String {
@@ -20,83 +27,94 @@ pub fn metadata_file_location(table_location: &str, version: u64) -> String {
     )
 }
 
-/// One metadata file, as stored and as parsed.
+/// Default bound of the metadata cache: a quarter of a 256 MB function.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One metadata file as stored, with what verification compares.
 pub struct CachedMetadata {
     pub raw: Bytes,
-    pub parsed: TableMetadata,
+    pub sha256: String,
+    table_uuid: String,
+    location: String,
 }
 
-/// A bounded cache of metadata files by location. Files are immutable once written, so an entry
-/// can never be stale: this makes a warm loadTable one store read and no object read.
+impl CachedMetadata {
+    /// The parsed document, for the commit path (loads serve `raw` as it is).
+    pub fn parse(&self) -> Result<TableMetadata> {
+        serde_json::from_slice(&self.raw).map_err(|e| {
+            tracing::error!(error = %e, "verified metadata file does not parse");
+            CatalogError::Internal("The table's current metadata file is unreadable".into())
+        })
+    }
+}
+
+/// The two fields verification needs, read without building the whole document.
+#[derive(Deserialize)]
+struct Identity {
+    #[serde(rename = "table-uuid")]
+    table_uuid: String,
+    location: String,
+}
+
+/// Which table a file is being read for, for verification and for log lines.
+pub struct TableRef<'a> {
+    pub org: &'a str,
+    pub namespace: &'a str,
+    pub row: &'a TableRow,
+}
+
+/// Metadata files by location. A location is written once, so an entry never goes stale; it is
+/// still re-verified against the row on every use.
 pub struct MetadataCache {
-    capacity: usize,
-    inner: Mutex<Entries>,
-}
-
-/// Cached files and their insertion order, for first-in-first-out eviction.
-#[derive(Default)]
-struct Entries {
-    by_location: HashMap<String, Arc<CachedMetadata>>,
-    order: VecDeque<String>,
+    entries: moka::future::Cache<String, Arc<CachedMetadata>>,
 }
 
 impl MetadataCache {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(max_bytes: u64) -> Self {
         Self {
-            capacity,
-            inner: Mutex::new(Entries::default()),
+            entries: moka::future::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|_, entry: &Arc<CachedMetadata>| {
+                    u32::try_from(entry.raw.len()).unwrap_or(u32::MAX)
+                })
+                .build(),
         }
     }
 
-    fn get(&self, location: &str) -> Option<Arc<CachedMetadata>> {
-        self.inner
-            .lock()
-            .expect("cache lock")
-            .by_location
-            .get(location)
-            .cloned()
+    pub fn clear(&self) {
+        self.entries.invalidate_all();
     }
 
-    fn insert(&self, location: &str, entry: Arc<CachedMetadata>) {
-        let mut guard = self.inner.lock().expect("cache lock");
-        let Entries {
-            by_location: map,
-            order,
-        } = &mut *guard;
-        if map.insert(location.to_owned(), entry).is_none() {
-            order.push_back(location.to_owned());
-            while order.len() > self.capacity {
-                if let Some(old) = order.pop_front() {
-                    map.remove(&old);
-                }
-            }
-        }
-    }
-
-    /// Reads (or recalls) a metadata file.
+    /// The table's current metadata file, verified against its row. Concurrent misses for one
+    /// file share one storage read.
     pub async fn load(
         &self,
         objects: &dyn ObjectStore,
-        location: &str,
+        table: &TableRef<'_>,
     ) -> Result<Arc<CachedMetadata>> {
-        if let Some(hit) = self.get(location) {
-            return Ok(hit);
+        let location = &table.row.metadata_location;
+        let entry = self
+            .entries
+            .try_get_with_by_ref(location, read(objects, location))
+            .await
+            .map_err(|e| match Arc::try_unwrap(e) {
+                Ok(e) => e,
+                Err(shared) => CatalogError::Internal(shared.to_string()),
+            })?;
+        if let Err(mismatch) = verify(&entry, table.row) {
+            self.entries.invalidate(location).await;
+            tracing::error!(
+                org = table.org,
+                namespace = table.namespace,
+                table = %table.row.name,
+                mismatch,
+                "metadata file does not match the table row; refusing it"
+            );
+            return Err(CatalogError::Internal(
+                "The table's current metadata file does not match the catalog's record of it"
+                    .into(),
+            ));
         }
-        let raw = objects.get(location).await.map_err(|e| match e {
-            ObjectError::NotFound(_) => {
-                tracing::error!(location, "current metadata file is missing from storage");
-                CatalogError::Internal(
-                    "The table's current metadata file is missing from storage".into(),
-                )
-            }
-            other => other.into(),
-        })?;
-        let parsed: TableMetadata = serde_json::from_slice(&raw).map_err(|e| {
-            tracing::error!(location, error = %e, "unreadable metadata file");
-            CatalogError::Internal("The table's current metadata file is unreadable".into())
-        })?;
-        let entry = Arc::new(CachedMetadata { raw, parsed });
-        self.insert(location, entry.clone());
         Ok(entry)
     }
 
@@ -105,9 +123,9 @@ impl MetadataCache {
         &self,
         objects: &dyn ObjectStore,
         location: &str,
-        metadata: TableMetadata,
+        metadata: &TableMetadata,
     ) -> Result<Arc<CachedMetadata>> {
-        let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| {
+        let raw = Bytes::from(serde_json::to_vec(metadata).map_err(|e| {
             CatalogError::Internal(format!("Cannot serialize table metadata: {e}"))
         })?);
         objects
@@ -120,12 +138,58 @@ impl MetadataCache {
                 other => other.into(),
             })?;
         let entry = Arc::new(CachedMetadata {
+            sha256: sha256_hex(&raw),
+            table_uuid: metadata.uuid().to_string(),
+            location: metadata.location().to_owned(),
             raw,
-            parsed: metadata,
         });
-        self.insert(location, entry.clone());
+        self.entries
+            .insert(location.to_owned(), entry.clone())
+            .await;
         Ok(entry)
     }
+}
+
+async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMetadata>> {
+    let raw = objects.get(location).await.map_err(|e| match e {
+        ObjectError::NotFound(_) => {
+            tracing::error!(location, "current metadata file is missing from storage");
+            CatalogError::Internal(
+                "The table's current metadata file is missing from storage".into(),
+            )
+        }
+        other => other.into(),
+    })?;
+    let identity: Identity = serde_json::from_slice(&raw).map_err(|e| {
+        tracing::error!(location, error = %e, "unreadable metadata file");
+        CatalogError::Internal("The table's current metadata file is unreadable".into())
+    })?;
+    Ok(Arc::new(CachedMetadata {
+        sha256: sha256_hex(&raw),
+        table_uuid: identity.table_uuid,
+        location: identity.location,
+        raw,
+    }))
+}
+
+/// What differs between a file and the row that points at it (`Err` names it, never contents).
+fn verify(entry: &CachedMetadata, row: &TableRow) -> std::result::Result<(), &'static str> {
+    if let Some(expected) = &row.metadata_sha256
+        && *expected != entry.sha256
+    {
+        return Err("sha256");
+    }
+    if entry.table_uuid != row.id {
+        return Err("table-uuid");
+    }
+    if entry.location.trim_end_matches('/') != row.location.trim_end_matches('/') {
+        return Err("location");
+    }
+    Ok(())
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 #[cfg(test)]
@@ -140,5 +204,56 @@ mod tests {
         assert!(a.ends_with(".metadata.json"));
         assert_ne!(a, b);
         assert!(metadata_file_location("s3://b/t", 12).starts_with("s3://b/t/metadata/00012-"));
+    }
+
+    fn row() -> TableRow {
+        TableRow {
+            id: "u-1".into(),
+            namespace_id: "n".into(),
+            name: "t".into(),
+            directory: Some("s3://b/ns/t-x".into()),
+            bucket: None,
+            location: "s3://b/ns/t-x".into(),
+            metadata_location: "s3://b/ns/t-x/metadata/00000-a.metadata.json".into(),
+            metadata_version: 0,
+            metadata_sha256: Some("abc".into()),
+            storage_override: None,
+            created_ms: 0,
+        }
+    }
+
+    fn entry(sha: &str, uuid: &str, location: &str) -> CachedMetadata {
+        CachedMetadata {
+            raw: Bytes::new(),
+            sha256: sha.into(),
+            table_uuid: uuid.into(),
+            location: location.into(),
+        }
+    }
+
+    #[test]
+    fn verification_names_what_differs() {
+        let row = row();
+        assert_eq!(verify(&entry("abc", "u-1", "s3://b/ns/t-x/"), &row), Ok(()));
+        assert_eq!(
+            verify(&entry("abd", "u-1", "s3://b/ns/t-x"), &row),
+            Err("sha256")
+        );
+        assert_eq!(
+            verify(&entry("abc", "u-2", "s3://b/ns/t-x"), &row),
+            Err("table-uuid")
+        );
+        assert_eq!(
+            verify(&entry("abc", "u-1", "s3://b/ns/other"), &row),
+            Err("location")
+        );
+        let legacy = TableRow {
+            metadata_sha256: None,
+            ..row
+        };
+        assert_eq!(
+            verify(&entry("zzz", "u-1", "s3://b/ns/t-x"), &legacy),
+            Ok(())
+        );
     }
 }

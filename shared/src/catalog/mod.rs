@@ -9,6 +9,7 @@ pub mod metadata;
 pub mod names;
 mod namespaces;
 pub mod paging;
+pub mod placement;
 pub mod storage;
 mod tables;
 
@@ -29,6 +30,7 @@ use crate::store::rows::{
 };
 use crate::vending::CredentialVendor;
 use metadata::MetadataCache;
+use metadata::TableRef;
 
 /// The catalog with its adapters; shared by every request.
 pub struct Catalog {
@@ -41,6 +43,12 @@ pub struct Catalog {
     tokens: TtlCache<String, Principal>,
     /// (org, principal id) -> the org row and the principal's role in it.
     standing: TtlCache<(String, String), (Option<OrgRow>, Option<rows::OrgRole>)>,
+    /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
+    /// namespace live (a namespace with tables cannot be dropped), so a read needs only the
+    /// table row; a miss re-reads the namespace.
+    namespaces: TtlCache<(String, String), NamespaceRow>,
+    /// (org, nickname) -> bucket configuration.
+    buckets: TtlCache<(String, String), BucketRow>,
 }
 
 /// Default TTL of remembered tokens, orgs and memberships.
@@ -66,10 +74,12 @@ impl Catalog {
             store,
             objects,
             vendor,
-            metadata: MetadataCache::new(512),
+            metadata: MetadataCache::new(metadata::DEFAULT_CACHE_BYTES),
             page_tokens: paging::PageTokens::random(),
             tokens: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
             standing: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
+            namespaces: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
+            buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
             clock,
         }
     }
@@ -90,7 +100,19 @@ impl Catalog {
     pub fn with_auth_cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
         self.tokens = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
         self.standing = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
+        self.namespaces = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
+        self.buckets = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
         self
+    }
+
+    /// Forgets every remembered token, row and metadata file, as a newly started instance (another
+    /// Lambda, say) would be.
+    pub fn forget_cached(&self) {
+        self.tokens.clear();
+        self.standing.clear();
+        self.namespaces.clear();
+        self.buckets.clear();
+        self.metadata.clear();
     }
 
     /// Signs page tokens with `key`, so every instance behind one endpoint accepts them.
@@ -140,7 +162,7 @@ impl Catalog {
         })
     }
 
-    /// A live (not soft-deleted) namespace, or 404.
+    /// A live (not soft-deleted) namespace, read now, or 404.
     async fn live_namespace(
         &self,
         ctx: &OrgContext,
@@ -148,15 +170,85 @@ impl Catalog {
     ) -> Result<Versioned<NamespaceRow>> {
         match rows::get::<NamespaceRow>(&*self.store, &keys::namespace(&ctx.org.name, name)).await?
         {
-            Some(ns) if ns.row.deleted_ms.is_none() => Ok(ns),
+            Some(ns) if ns.row.deleted_ms.is_none() => {
+                self.namespaces
+                    .insert((ctx.org.name.clone(), name.to_owned()), ns.row.clone());
+                Ok(ns)
+            }
             _ => Err(no_such_namespace(name)),
         }
+    }
+
+    /// A live namespace as recently seen (within the cache TTL), for operations that go on to
+    /// read one of its tables.
+    async fn recent_namespace(&self, ctx: &OrgContext, name: &str) -> Result<NamespaceRow> {
+        match self
+            .namespaces
+            .get(&(ctx.org.name.clone(), name.to_owned()))
+        {
+            Some(ns) => Ok(ns),
+            None => Ok(self.live_namespace(ctx, name).await?.row),
+        }
+    }
+
+    /// A table and its namespace, authorized for `action` on the table, with one store read
+    /// when the namespace was seen recently.
+    async fn authorized_table(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+        action: crate::authz::Action,
+    ) -> Result<(NamespaceRow, Versioned<TableRow>)> {
+        let authorize = |ns: &NamespaceRow| {
+            crate::authz::authorize(
+                &ctx.access,
+                crate::authz::Resource::Table {
+                    namespace: ns,
+                    table,
+                },
+                action,
+            )
+        };
+        let ns = self.recent_namespace(ctx, namespace).await?;
+        authorize(&ns)?;
+        if let Some(row) = rows::get::<TableRow>(&*self.store, &keys::table(&ns.id, table)).await? {
+            return Ok((ns, row));
+        }
+        // The remembered namespace may have been dropped or replaced since.
+        let fresh = self.live_namespace(ctx, namespace).await?.row;
+        if fresh.id == ns.id {
+            return Err(no_such_table(namespace, table));
+        }
+        authorize(&fresh)?;
+        let row = self.table_row(&fresh, table).await?;
+        Ok((fresh, row))
     }
 
     async fn table_row(&self, ns: &NamespaceRow, table: &str) -> Result<Versioned<TableRow>> {
         rows::get::<TableRow>(&*self.store, &keys::table(&ns.id, table))
             .await?
             .ok_or_else(|| no_such_table(&ns.name, table))
+    }
+
+    /// The table's current metadata file, verified against its row.
+    async fn current_metadata(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        row: &TableRow,
+        objects: &dyn ObjectStore,
+    ) -> Result<Arc<metadata::CachedMetadata>> {
+        self.metadata
+            .load(
+                objects,
+                &TableRef {
+                    org: &ctx.org.name,
+                    namespace: &ns.name,
+                    row,
+                },
+            )
+            .await
     }
 
     /// A bucket configuration that can back Iceberg storage, or 400.
@@ -190,7 +282,8 @@ impl Catalog {
         })
     }
 
-    /// The bucket a table's files live on: its override, else its namespace's.
+    /// The bucket a table's files live on, as its row binds it (rows written before the binding
+    /// was recorded: its override, else its namespace's). Remembered for the cache TTL.
     async fn table_bucket(
         &self,
         ctx: &OrgContext,
@@ -198,17 +291,24 @@ impl Catalog {
         table: &TableRow,
     ) -> Result<BucketRow> {
         let nickname = table
-            .storage_override
+            .bucket
             .as_ref()
-            .map_or(&ns.bucket, |o| &o.bucket);
+            .or(table.storage_override.as_ref().map(|o| &o.bucket))
+            .unwrap_or(&ns.bucket);
+        let cache_key = (ctx.org.name.clone(), nickname.clone());
+        if let Some(bucket) = self.buckets.get(&cache_key) {
+            return Ok(bucket);
+        }
         let bucket = rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
             .await?
             .ok_or_else(|| {
                 CatalogError::Internal(format!(
                     "Bucket configuration '{nickname}' has been removed"
                 ))
-            })?;
-        Ok(bucket.row)
+            })?
+            .row;
+        self.buckets.insert(cache_key, bucket.clone());
+        Ok(bucket)
     }
 }
 

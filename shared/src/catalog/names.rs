@@ -35,6 +35,11 @@ pub fn validate_table_name(name: &str) -> Result<(), CatalogError> {
             "Table name must not be empty".into(),
         ));
     }
+    if name == "." || name == ".." {
+        return Err(CatalogError::BadRequest(format!(
+            "Invalid table name '{name}': '.' and '..' are not table names"
+        )));
+    }
     if name.contains('/') || name.contains(UNIT_SEPARATOR) {
         return Err(CatalogError::BadRequest(format!(
             "Invalid table name '{}': names cannot contain '/' or the 0x1F separator",
@@ -109,7 +114,7 @@ mod tests {
     fn table_names_must_be_addressable() {
         assert!(validate_table_name("events").is_ok());
         assert!(validate_table_name("with space.and.dots").is_ok());
-        for bad in ["", "a/b", "a\u{1f}b", "a\nb"] {
+        for bad in ["", ".", "..", "a/b", "a\u{1f}b", "a\nb"] {
             assert!(validate_table_name(bad).is_err(), "{bad:?}");
         }
     }

@@ -12,15 +12,15 @@ use std::sync::Arc;
 
 use super::metadata::{CachedMetadata, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
-use super::storage::{self, MarkerOwner};
+use super::placement::{self, Placement};
+use super::storage;
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
-use crate::objects::join;
 use crate::store::rows::{
-    self, BucketRow, NamespaceRow, PrefixClaimRow, TableRow, TableStorage, Versioned, keys,
+    self, BucketRow, NamespaceRow, PrefixClaimRow, TableRow, Versioned, keys,
 };
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, StoreError, Token, Write};
 use crate::types::{
     CreateTableRequest, ListTablesResponse, LoadCredentialsResponse, LoadTableResult,
     RenameTableRequest, TableIdentifier,
@@ -34,15 +34,6 @@ pub struct TableRequestOptions {
     pub vend_credentials: bool,
     /// `snapshots=refs`: only snapshots that a branch or tag references.
     pub only_referenced_snapshots: bool,
-}
-
-/// Where a new table's files go.
-pub(super) struct Placement {
-    pub bucket: BucketRow,
-    /// The storage the table may use: its override prefix or its namespace's location.
-    pub root: String,
-    pub location: String,
-    pub storage_override: Option<TableStorage>,
 }
 
 /// A table just inserted: its row, its first metadata file and the bucket it lives on.
@@ -172,6 +163,13 @@ impl Catalog {
                 CatalogError::BadRequest(format!("Invalid table definition: {}", e.message()))
             })?
             .metadata;
+            if let Err(e) = placement::check_paths(&metadata, &placement.directory, None) {
+                if placement.storage_override.is_some() {
+                    let objects = self.objects_for(&placement.bucket).await?;
+                    storage::remove_marker(&*objects, &placement.directory).await;
+                }
+                return Err(e);
+            }
 
             if stage {
                 let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(internal_json)?);
@@ -182,7 +180,7 @@ impl Catalog {
                             ns: &ns.row,
                             bucket: &placement.bucket,
                             name: &request.name,
-                            location: &placement.location,
+                            directory: &placement.directory,
                         },
                         None,
                         raw,
@@ -206,7 +204,7 @@ impl Catalog {
                                 ns: &ns.row,
                                 bucket: &bucket,
                                 name: &row.name,
-                                location: &row.location,
+                                directory: row.directory(),
                             },
                             Some(row.metadata_location.clone()),
                             metadata.raw.clone(),
@@ -221,93 +219,8 @@ impl Catalog {
         Err(busy())
     }
 
-    /// Chooses bucket, storage root and location for a new table, claiming an override prefix
-    /// in storage when the table names its own bucket.
-    async fn place_table(
-        &self,
-        ctx: &OrgContext,
-        ns: &NamespaceRow,
-        name: &str,
-        requested: Option<&str>,
-        override_bucket: Option<&str>,
-    ) -> Result<Placement> {
-        let (bucket, root, storage_override) = match override_bucket {
-            Some(nickname) => {
-                let bucket = self.usable_bucket(&ctx.org.name, nickname).await?;
-                let objects = self.objects_for(&bucket).await?;
-                let id = uuid::Uuid::now_v7().to_string();
-                let owner = MarkerOwner {
-                    org: &ctx.org.name,
-                    kind: "table",
-                    name,
-                    id: &id,
-                    created_ms: self.clock.now_ms(),
-                };
-                let (prefix, root) =
-                    storage::reserve_prefix(&*objects, &bucket.root, name, &owner).await?;
-                (
-                    bucket,
-                    root,
-                    Some(TableStorage {
-                        bucket: nickname.to_owned(),
-                        prefix,
-                    }),
-                )
-            }
-            None => (
-                self.usable_bucket(&ctx.org.name, &ns.bucket).await?,
-                ns.location.clone(),
-                None,
-            ),
-        };
-        let location = match requested {
-            Some(given) if storage::is_within(given, &root) => storage::normalize_location(given),
-            Some(given) => {
-                if storage_override.is_some() {
-                    storage::remove_marker(&*self.objects_for(&bucket).await?, &root).await;
-                }
-                return Err(CatalogError::BadRequest(format!(
-                    "Table location '{given}' is outside the table's storage"
-                )));
-            }
-            None if storage_override.is_some() => root.clone(),
-            None => self.free_default_location(ns, name, &root).await?,
-        };
-        Ok(Placement {
-            bucket,
-            root,
-            location,
-            storage_override,
-        })
-    }
-
-    /// `<namespace location>/<table>`, unless a live table (renamed from that name) still lives
-    /// there; then a suffixed sibling, so two tables never share files.
-    async fn free_default_location(
-        &self,
-        ns: &NamespaceRow,
-        name: &str,
-        root: &str,
-    ) -> Result<String> {
-        let plain = join(root, name);
-        let pk = keys::namespace_partition(&ns.id);
-        let taken: Vec<TableRow> = self
-            .collect_rows(&pk, keys::TABLE_PREFIX, None, 1, |t: &TableRow| {
-                storage::is_within(&t.location, &plain)
-            })
-            .await?;
-        if taken.is_empty() {
-            Ok(plain)
-        } else {
-            Ok(format!(
-                "{plain}-{}",
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            ))
-        }
-    }
-
     /// Writes metadata version 0 and inserts the table row together with the namespace's table
-    /// count (and override prefix claim) in one conditional write.
+    /// count, the directory claim (or override prefix claim) in one conditional write.
     /// Shared by createTable and the create commit of a staged table.
     pub(super) async fn commit_new_table(
         &self,
@@ -318,18 +231,21 @@ impl Catalog {
         metadata: TableMetadata,
     ) -> std::result::Result<NewTable, NewTableError> {
         let objects = self.objects_for(&placement.bucket).await?;
-        let metadata_location = metadata_file_location(&placement.location, 0);
+        let metadata_location = metadata_file_location(metadata.location(), 0);
         let written = self
             .metadata
-            .write(&*objects, &metadata_location, metadata)
+            .write(&*objects, &metadata_location, &metadata)
             .await?;
         let row = TableRow {
-            id: written.parsed.uuid().to_string(),
+            id: metadata.uuid().to_string(),
             namespace_id: ns.row.id.clone(),
             name: name.to_owned(),
-            location: placement.location.clone(),
+            directory: Some(placement.directory.clone()),
+            bucket: Some(placement.bucket.nickname.clone()),
+            location: metadata.location().to_owned(),
             metadata_location: metadata_location.clone(),
             metadata_version: 0,
+            metadata_sha256: Some(written.sha256.clone()),
             storage_override: placement.storage_override.clone(),
             created_ms: self.clock.now_ms(),
         };
@@ -341,8 +257,21 @@ impl Catalog {
                 &ns_row,
                 Condition::VersionIs(ns.version),
             ),
-            rows::put(keys::table(&ns.row.id, name), &row, Condition::NotExists),
+            rows::put_tokened(
+                keys::table(&ns.row.id, name),
+                &row,
+                Condition::NotExists,
+                None,
+                Token::random(),
+            ),
         ];
+        if let (Some(segment), Some(claim)) = (&placement.claim, placement.claim_row(&row.id)) {
+            writes.push(rows::put(
+                keys::directory_claim(&ns.row.id, segment),
+                &claim,
+                Condition::NotExists,
+            ));
+        }
         if let Some(o) = &placement.storage_override {
             let claim = PrefixClaimRow {
                 bucket_root: placement.bucket.root.clone(),
@@ -356,17 +285,13 @@ impl Catalog {
             ));
         }
         let outcome = self.store.write(writes).await;
-        if outcome.is_err() {
-            // Nothing references the new file (or the override prefix) unless the write landed;
-            // only a definite condition failure proves it did not.
-            if let Err(StoreError::ConditionFailed { .. }) = &outcome {
-                let _ = objects
-                    .delete(std::slice::from_ref(&metadata_location))
-                    .await;
-                if placement.storage_override.is_some() {
-                    storage::remove_marker(&*objects, &placement.root).await;
-                }
-            }
+        // A metadata file is never deleted on a failure path: nothing references it unless the
+        // write landed, and an orphan is harmless. An override's marker is released only when
+        // the write certainly did not land.
+        if let Err(StoreError::ConditionFailed { .. }) = &outcome
+            && placement.storage_override.is_some()
+        {
+            storage::remove_marker(&*objects, &placement.directory).await;
         }
         match outcome {
             Ok(()) => Ok(NewTable {
@@ -380,12 +305,22 @@ impl Catalog {
             Err(StoreError::ConditionFailed { index: 1, .. }) => {
                 Err(table_exists(&ns.row.name, name).into())
             }
+            Err(StoreError::ConditionFailed { index: 2, .. }) if placement.claim.is_some() => {
+                Err(CatalogError::BadRequest(format!(
+                    "Table location '{}' belongs to another table of the namespace: choose another location or let the catalog assign one",
+                    placement.location
+                ))
+                .into())
+            }
             Err(StoreError::ConditionFailed { .. }) => Err(CatalogError::AlreadyExists(
                 "The generated storage prefix is already claimed; retry the request".into(),
             )
             .into()),
+            Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
+                Err(CatalogError::from(e).into())
+            }
             Err(e) => {
-                tracing::error!(error = %e, table = name, "table creation outcome unknown");
+                tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.row.name, table = name, "table creation outcome unknown");
                 Err(CatalogError::CommitStateUnknown(format!(
                 "Commit state unknown for {}.{name}: the catalog could not confirm the table was created; load it before retrying",
                 ns.row.name
@@ -402,34 +337,25 @@ impl Catalog {
         table: &str,
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
-        let ns = self.live_namespace(ctx, namespace).await?;
-        authorize(
-            &ctx.access,
-            Resource::Table {
-                namespace: &ns.row,
-                table,
-            },
-            Action::Read,
-        )?;
-        let row = self.table_row(&ns.row, table).await?.row;
-        let bucket = self.table_bucket(ctx, &ns.row, &row).await?;
-        let objects = self.objects_for(&bucket).await?;
-        let cached = self
-            .metadata
-            .load(&*objects, &row.metadata_location)
+        let (ns, row) = self
+            .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
+        let row = row.row;
+        let bucket = self.table_bucket(ctx, &ns, &row).await?;
+        let objects = self.objects_for(&bucket).await?;
+        let current = self.current_metadata(ctx, &ns, &row, &*objects).await?;
         let raw = if options.only_referenced_snapshots {
-            referenced_snapshots_only(&cached.raw)?
+            referenced_snapshots_only(&current.raw)?
         } else {
-            cached.raw.clone()
+            current.raw.clone()
         };
         self.table_result(
             ctx,
             TableAt {
-                ns: &ns.row,
+                ns: &ns,
                 bucket: &bucket,
                 name: &row.name,
-                location: &row.location,
+                directory: row.directory(),
             },
             Some(row.metadata_location.clone()),
             raw,
@@ -439,16 +365,9 @@ impl Catalog {
     }
 
     pub async fn table_exists(&self, ctx: &OrgContext, namespace: &str, table: &str) -> Result<()> {
-        let ns = self.live_namespace(ctx, namespace).await?;
-        authorize(
-            &ctx.access,
-            Resource::Table {
-                namespace: &ns.row,
-                table,
-            },
-            Action::Read,
-        )?;
-        self.table_row(&ns.row, table).await.map(|_| ())
+        self.authorized_table(ctx, namespace, table, Action::Read)
+            .await
+            .map(|_| ())
     }
 
     pub async fn load_credentials(
@@ -457,19 +376,12 @@ impl Catalog {
         namespace: &str,
         table: &str,
     ) -> Result<LoadCredentialsResponse> {
-        let ns = self.live_namespace(ctx, namespace).await?;
-        authorize(
-            &ctx.access,
-            Resource::Table {
-                namespace: &ns.row,
-                table,
-            },
-            Action::Read,
-        )?;
-        let row = self.table_row(&ns.row, table).await?.row;
-        let bucket = self.table_bucket(ctx, &ns.row, &row).await?;
+        let (ns, row) = self
+            .authorized_table(ctx, namespace, table, Action::Read)
+            .await?;
+        let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
         let vended = self
-            .vend(ctx, &ns.row, &bucket, table, &row.location)
+            .vend(ctx, &ns, &bucket, table, row.row.directory())
             .await?;
         Ok(LoadCredentialsResponse {
             storage_credentials: vended.credentials,
@@ -502,7 +414,7 @@ impl Catalog {
                 ),
                 Write::Delete {
                     key: keys::table(&ns.row.id, table),
-                    condition: Condition::VersionIs(row.version),
+                    condition: Condition::TokenIs(row.token),
                 },
             ];
             match self.store.write(writes).await {
@@ -533,15 +445,19 @@ impl Catalog {
         }
         let mut moved = source.row.clone();
         moved.name = request.destination.name.clone();
+        // The directory and bucket stay with the table, whatever its name.
+        moved.directory = Some(source.row.directory().to_owned());
         let writes = vec![
             Write::Delete {
                 key: keys::table(&ns.row.id, &request.source.name),
-                condition: Condition::VersionIs(source.version),
+                condition: Condition::TokenIs(source.token),
             },
-            rows::put(
+            rows::put_tokened(
                 keys::table(&ns.row.id, &request.destination.name),
                 &moved,
                 Condition::NotExists,
+                None,
+                Token::random(),
             ),
         ];
         match self.store.write(writes).await {
@@ -559,14 +475,15 @@ impl Catalog {
         }
     }
 
-    /// Vends credentials at the principal's level: write access gets read-write credentials.
+    /// Vends credentials for the table's directory at the principal's level: write access gets
+    /// read-write credentials.
     async fn vend(
         &self,
         ctx: &OrgContext,
         ns: &NamespaceRow,
         bucket: &BucketRow,
         table: &str,
-        location: &str,
+        directory: &str,
     ) -> Result<Vended> {
         let level = if authorize(
             &ctx.access,
@@ -583,7 +500,7 @@ impl Catalog {
             AccessLevel::Read
         };
         self.vendor
-            .vend(bucket, location, level, &ctx.principal)
+            .vend(bucket, directory, level, &ctx.principal)
             .await
     }
 
@@ -596,7 +513,7 @@ impl Catalog {
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
         let vended = if options.vend_credentials {
-            self.vend(ctx, at.ns, at.bucket, at.name, at.location)
+            self.vend(ctx, at.ns, at.bucket, at.name, at.directory)
                 .await?
         } else {
             Vended::default()
@@ -615,7 +532,7 @@ struct TableAt<'a> {
     ns: &'a NamespaceRow,
     bucket: &'a BucketRow,
     name: &'a str,
-    location: &'a str,
+    directory: &'a str,
 }
 
 pub(super) enum NewTableError {

@@ -1,9 +1,8 @@
 //! `MetaStore` on DynamoDB: one table, `pk`/`sk` keys, a numeric version `v` and the row body.
 //!
-//! Single-item writes are conditional PutItem/DeleteItem; multi-item writes are one
-//! TransactWriteItems with a client request token, so the SDK's own retries are idempotent.
-//! When a conditional put fails after the SDK retried it, the item is read back: finding our own
-//! write there means the first attempt landed and the write succeeded.
+//! Every write, single- or multi-item, is one TransactWriteItems with a fresh client request
+//! token, so the SDK's own retries of it are idempotent: a failed condition is proof that nothing
+//! was written, never the echo of an earlier attempt of the same request that had landed.
 
 use std::collections::HashMap;
 
@@ -17,7 +16,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem,
 };
 
-use super::{Condition, Item, Key, MetaStore, StoreError, Write, validate_batch};
+use super::{Condition, Item, Key, MetaStore, StoreError, Token, Write, validate_batch};
 
 /// Name of the sparse index over soft-deleted namespaces, for the purge.
 pub const DELETED_INDEX: &str = "deleted";
@@ -45,6 +44,9 @@ fn item_attributes(item: &Item) -> Attributes {
         "body".into(),
         AttributeValue::B(Blob::new(item.body.clone())),
     );
+    if let Some(token) = item.token {
+        attributes.insert("tok".into(), AttributeValue::S(token.to_hex()));
+    }
     if let Some(index) = &item.index {
         attributes.insert("gsi1pk".into(), AttributeValue::S(index.pk.clone()));
         attributes.insert("gsi1sk".into(), AttributeValue::S(index.sk.clone()));
@@ -79,9 +81,14 @@ fn decode(attributes: &Attributes) -> Result<Item, StoreError> {
         (Some(pk), Some(sk)) => Some(Key::new(pk, sk)),
         _ => None,
     };
+    let token = match text("tok") {
+        Some(hex) => Some(Token::from_hex(&hex).ok_or_else(|| corrupt("malformed token"))?),
+        None => None,
+    };
     Ok(Item {
         key,
         version,
+        token,
         body,
         index,
     })
@@ -95,6 +102,8 @@ fn condition_parts(condition: Condition) -> (Option<String>, Option<Attributes>)
         Condition::NotExists => ("attribute_not_exists(pk)", None),
         Condition::Exists => ("attribute_exists(pk)", None),
         Condition::VersionIs(v) => ("v = :expected", Some(AttributeValue::N(v.to_string()))),
+        Condition::TokenIs(Some(t)) => ("tok = :expected", Some(AttributeValue::S(t.to_hex()))),
+        Condition::TokenIs(None) => ("attribute_exists(pk) AND attribute_not_exists(tok)", None),
     };
     let values = value.map(|v| HashMap::from([(":expected".to_owned(), v)]));
     (Some(expr.to_owned()), values)
@@ -192,62 +201,6 @@ impl DynamoStore {
             Ok(_) => Ok(true),
             Err(e) if e.code() == Some("ResourceInUseException") => Ok(false),
             Err(e) => Err(read_error(e)),
-        }
-    }
-
-    async fn put(&self, item: &Item, condition: Condition) -> Result<(), StoreError> {
-        let (expr, values) = condition_parts(condition);
-        let request = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item_attributes(item)))
-            .set_condition_expression(expr)
-            .set_expression_attribute_values(values);
-        match request.send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                // After an SDK retry the condition can fail against our own earlier attempt.
-                match self.get(&item.key).await? {
-                    Some(current)
-                        if current.version == item.version && current.body == item.body =>
-                    {
-                        Ok(())
-                    }
-                    _ => Err(StoreError::ConditionFailed {
-                        index: 0,
-                        key: item.key.clone(),
-                    }),
-                }
-            }
-            Err(e) => Err(write_error(e)),
-        }
-    }
-
-    async fn delete(&self, key: &Key, condition: Condition) -> Result<(), StoreError> {
-        let (expr, values) = condition_parts(condition);
-        let request = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key_attributes(key)))
-            .set_condition_expression(expr)
-            .set_expression_attribute_values(values);
-        match request.send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::ConditionFailed {
-                    index: 0,
-                    key: key.clone(),
-                })
-            }
-            Err(e) => Err(write_error(e)),
         }
     }
 
@@ -425,10 +378,6 @@ impl MetaStore for DynamoStore {
 
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         validate_batch(&writes)?;
-        match writes.as_slice() {
-            [Write::Put { item, condition }] => self.put(item, *condition).await,
-            [Write::Delete { key, condition }] => self.delete(key, *condition).await,
-            _ => self.transact(&writes).await,
-        }
+        self.transact(&writes).await
     }
 }

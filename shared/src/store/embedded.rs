@@ -10,9 +10,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{Item, Key, MetaStore, StoreError, Write, condition_holds, validate_batch};
+use super::{Item, Key, MetaStore, StoreError, Token, Write, condition_holds, validate_batch};
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
+/// Write tokens of the items that carry one, beside (not inside) the item values so that stores
+/// written before tokens existed read unchanged.
+const TOKENS: TableDefinition<(&str, &str), u128> = TableDefinition::new("tokens");
 /// The sparse index: (index pk, index sk, item pk, item sk).
 const INDEX: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("index");
 
@@ -66,6 +69,7 @@ impl EmbeddedStore {
             let txn = db.begin_write()?;
             txn.open_table(ITEMS)?;
             txn.open_table(INDEX)?;
+            txn.open_table(TOKENS)?;
             txn.commit()?;
             Ok(())
         };
@@ -122,6 +126,7 @@ fn decode(key: Key, raw: &[u8]) -> Result<Item, StoreError> {
     Ok(Item {
         key,
         version,
+        token: None,
         body: body.to_vec(),
         index,
     })
@@ -142,6 +147,16 @@ fn encode(item: &Item) -> Vec<u8> {
     raw
 }
 
+fn token_of(
+    tokens: &impl ReadableTable<(&'static str, &'static str), u128>,
+    key: &Key,
+) -> Result<Option<Token>, StoreError> {
+    Ok(tokens
+        .get((key.pk.as_str(), key.sk.as_str()))
+        .map_err(unavailable)?
+        .map(|t| Token(t.value())))
+}
+
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
@@ -153,11 +168,16 @@ impl MetaStore for EmbeddedStore {
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(unavailable)?;
             let table = txn.open_table(ITEMS).map_err(unavailable)?;
+            let tokens = txn.open_table(TOKENS).map_err(unavailable)?;
             let found = table
                 .get((key.pk.as_str(), key.sk.as_str()))
                 .map_err(unavailable)?;
             match found {
-                Some(raw) => decode(key, raw.value()).map(Some),
+                Some(raw) => {
+                    let mut item = decode(key, raw.value())?;
+                    item.token = token_of(&tokens, &item.key)?;
+                    Ok(Some(item))
+                }
                 None => Ok(None),
             }
         })
@@ -176,6 +196,7 @@ impl MetaStore for EmbeddedStore {
         self.blocking(move |db| {
             let txn = db.begin_read().map_err(unavailable)?;
             let table = txn.open_table(ITEMS).map_err(unavailable)?;
+            let tokens = txn.open_table(TOKENS).map_err(unavailable)?;
             let start = match &start_after {
                 Some(after) if after.as_str() >= sk_prefix.as_str() => after.as_str(),
                 _ => sk_prefix.as_str(),
@@ -193,7 +214,9 @@ impl MetaStore for EmbeddedStore {
                 if start_after.as_deref().is_some_and(|after| item_sk <= after) {
                     continue;
                 }
-                out.push(decode(Key::new(item_pk, item_sk), v.value())?);
+                let mut item = decode(Key::new(item_pk, item_sk), v.value())?;
+                item.token = token_of(&tokens, &item.key)?;
+                out.push(item);
             }
             Ok(out)
         })
@@ -234,6 +257,7 @@ impl MetaStore for EmbeddedStore {
             {
                 let mut table = txn.open_table(ITEMS).map_err(unavailable)?;
                 let mut index_table = txn.open_table(INDEX).map_err(unavailable)?;
+                let mut tokens = txn.open_table(TOKENS).map_err(unavailable)?;
                 let mut previous = Vec::with_capacity(writes.len());
                 for (index, write) in writes.iter().enumerate() {
                     let key = write.key();
@@ -242,7 +266,11 @@ impl MetaStore for EmbeddedStore {
                         .map_err(unavailable)?
                         .map(|raw| decode(key.clone(), raw.value()))
                         .transpose()?;
-                    if !condition_holds(write.condition(), current.as_ref().map(|i| i.version)) {
+                    let state = match &current {
+                        Some(item) => Some((item.version, token_of(&tokens, key)?)),
+                        None => None,
+                    };
+                    if !condition_holds(write.condition(), state) {
                         // Dropping the transaction without commit discards every earlier write.
                         return Err(StoreError::ConditionFailed {
                             index,
@@ -268,6 +296,12 @@ impl MetaStore for EmbeddedStore {
                     }
                     match write {
                         Write::Put { item, .. } => {
+                            let token_key = (item.key.pk.as_str(), item.key.sk.as_str());
+                            match item.token {
+                                Some(Token(t)) => tokens.insert(token_key, t).map(drop),
+                                None => tokens.remove(token_key).map(drop),
+                            }
+                            .map_err(unavailable)?;
                             let raw = encode(item);
                             table
                                 .insert(
@@ -291,6 +325,9 @@ impl MetaStore for EmbeddedStore {
                         }
                         Write::Delete { key, .. } => {
                             table
+                                .remove((key.pk.as_str(), key.sk.as_str()))
+                                .map_err(unavailable)?;
+                            tokens
                                 .remove((key.pk.as_str(), key.sk.as_str()))
                                 .map_err(unavailable)?;
                         }

@@ -3,7 +3,8 @@
 //! The model is DynamoDB's single-table design (partition key, sort key, a version counter and an
 //! opaque body) so that every adapter offers exactly the same semantics: atomic multi-item writes
 //! whose conditions all hold or nothing is written. The metadata-pointer compare-and-swap is one
-//! such write with a `VersionIs` condition.
+//! such write with a `TokenIs` condition: items may carry a random write token, which unlike the
+//! version never repeats across a drop and re-create of the same key.
 
 pub mod dynamodb;
 pub mod embedded;
@@ -27,12 +28,38 @@ impl Key {
     }
 }
 
-/// One stored item: a versioned, opaque JSON body. The version is what conditions compare.
+/// A random 128-bit write token. A fresh one is drawn for every write of an item that carries
+/// one, so a token names one state of one incarnation of an item: a condition on it cannot be
+/// satisfied by a later item that reuses the key (a dropped and re-created table, say).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Token(pub u128);
+
+impl Token {
+    pub fn random() -> Self {
+        Token(uuid::Uuid::new_v4().as_u128())
+    }
+
+    /// Fixed-width lowercase hex, as adapters store it.
+    pub fn to_hex(self) -> String {
+        format!("{:032x}", self.0)
+    }
+
+    pub fn from_hex(text: &str) -> Option<Self> {
+        (text.len() == 32)
+            .then(|| u128::from_str_radix(text, 16).ok())
+            .flatten()
+            .map(Token)
+    }
+}
+
+/// One stored item: a versioned, opaque JSON body. The version is what most conditions compare;
+/// items that need an identity-safe compare-and-swap also carry a write `token`.
 /// Items with an `index` key also appear in the store's sparse secondary index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     pub key: Key,
     pub version: u64,
+    pub token: Option<Token>,
     pub body: Vec<u8>,
     pub index: Option<Key>,
 }
@@ -44,6 +71,8 @@ pub enum Condition {
     NotExists,
     Exists,
     VersionIs(u64),
+    /// The item exists and carries exactly this token (`None`: exists and carries none).
+    TokenIs(Option<Token>),
 }
 
 /// One part of an atomic write.
@@ -116,13 +145,14 @@ pub trait MetaStore: Send + Sync + 'static {
     ) -> Result<Vec<Key>, StoreError>;
 }
 
-/// Checks one condition against the current version (`None` when the item is absent).
-pub fn condition_holds(condition: Condition, current: Option<u64>) -> bool {
+/// Checks one condition against the current item's version and token (`None` when absent).
+pub fn condition_holds(condition: Condition, current: Option<(u64, Option<Token>)>) -> bool {
     match condition {
         Condition::Always => true,
         Condition::NotExists => current.is_none(),
         Condition::Exists => current.is_some(),
-        Condition::VersionIs(v) => current == Some(v),
+        Condition::VersionIs(v) => current.is_some_and(|(version, _)| version == v),
+        Condition::TokenIs(t) => current.is_some_and(|(_, token)| token == t),
     }
 }
 

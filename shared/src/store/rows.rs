@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use super::{Condition, Item, Key, MetaStore, StoreError, Write};
+use super::{Condition, Item, Key, MetaStore, StoreError, Token, Write};
 use crate::auth::Principal;
 
 /// An organization: the catalog's warehouse.
@@ -128,19 +128,49 @@ pub struct TableStorage {
     pub prefix: String,
 }
 
-/// A table: its metadata pointer and storage binding.
+/// A table: the single source of truth for its identity, where it lives and its current
+/// metadata. Nothing read from storage may change these fields except through a verified commit.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TableRow {
+    /// The table uuid; every metadata file of the table must carry it.
     pub id: String,
     pub namespace_id: String,
     pub name: String,
+    /// The server-assigned directory that holds every file of the table, immutable and shared
+    /// with no other table; vended credentials are scoped to it. Rows written before directories
+    /// were recorded use their `location`.
+    #[serde(default)]
+    pub directory: Option<String>,
+    /// Bucket configuration of the directory (the namespace's, or the override's). Rows written
+    /// before it was recorded use the override's or the namespace's.
+    #[serde(default)]
+    pub bucket: Option<String>,
+    /// The metadata's `location` (inside `directory`).
     pub location: String,
     pub metadata_location: String,
     /// Number of the current metadata file (`NNNNN-` in its name).
     pub metadata_version: u64,
+    /// SHA-256 (hex) of the current metadata file as the catalog wrote it.
+    #[serde(default)]
+    pub metadata_sha256: Option<String>,
     #[serde(default)]
     pub storage_override: Option<TableStorage>,
     pub created_ms: u64,
+}
+
+impl TableRow {
+    /// The directory the table owns.
+    pub fn directory(&self) -> &str {
+        self.directory.as_deref().unwrap_or(&self.location)
+    }
+}
+
+/// A table directory claimed inside a namespace, so that no two tables (live or dropped, whose
+/// files stay) ever share one. Kept until the namespace is purged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DirectoryClaimRow {
+    pub directory: String,
+    pub table_id: String,
 }
 
 /// An api-client token, stored by the SHA-256 of its secret only.
@@ -196,6 +226,11 @@ pub mod keys {
         Key::new(format!("NS#{namespace_id}"), format!("TABLE#{name}"))
     }
     pub const TABLE_PREFIX: &str = "TABLE#";
+    /// Claim of a table directory (its last path segment) inside a namespace.
+    pub fn directory_claim(namespace_id: &str, segment: &str) -> Key {
+        Key::new(format!("NS#{namespace_id}"), format!("DIR#{segment}"))
+    }
+    pub const DIRECTORY_PREFIX: &str = "DIR#";
     pub fn namespace_partition(namespace_id: &str) -> String {
         format!("NS#{namespace_id}")
     }
@@ -220,11 +255,12 @@ pub mod keys {
     }
 }
 
-/// A row read with the version it was read at.
+/// A row read with the version (and write token) it was read at.
 #[derive(Debug, Clone)]
 pub struct Versioned<T> {
     pub row: T,
     pub version: u64,
+    pub token: Option<Token>,
 }
 
 /// Decodes an item's body into a row.
@@ -244,6 +280,7 @@ pub async fn get<T: DeserializeOwned>(
         Some(item) => Ok(Some(Versioned {
             row: decode(&item)?,
             version: item.version,
+            token: item.token,
         })),
         None => Ok(None),
     }
@@ -261,6 +298,32 @@ pub fn put_indexed<T: Serialize>(
     condition: Condition,
     index: Option<Key>,
 ) -> Write {
+    put_item(key, row, condition, index, None)
+}
+
+/// A put of a row that carries a write token; `token` must be freshly drawn for this write.
+/// `previous_version` is the version read (`None` for a new row).
+pub fn put_tokened<T: Serialize>(
+    key: Key,
+    row: &T,
+    condition: Condition,
+    previous_version: Option<u64>,
+    token: Token,
+) -> Write {
+    let mut write = put_item(key, row, condition, None, Some(token));
+    if let Write::Put { item, .. } = &mut write {
+        item.version = previous_version.map_or(1, |v| v + 1);
+    }
+    write
+}
+
+fn put_item<T: Serialize>(
+    key: Key,
+    row: &T,
+    condition: Condition,
+    index: Option<Key>,
+    token: Option<Token>,
+) -> Write {
     let version = match condition {
         Condition::VersionIs(v) => v + 1,
         _ => 1,
@@ -270,6 +333,7 @@ pub fn put_indexed<T: Serialize>(
         item: Item {
             key,
             version,
+            token,
             body,
             index,
         },

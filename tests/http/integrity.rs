@@ -1,0 +1,529 @@
+//! Table integrity: the row decides where a table lives, the pointer swap is exact, and no file a
+//! client can write moves a table or makes two tables share a directory.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use floe::store::{Item, Key, MetaStore, StoreError, Write};
+use floe_tests::*;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+fn table(ns: &str, name: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}/tables/{name}")
+}
+
+fn tables(ns: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}/tables")
+}
+
+/// Holds the next pointer swap (a single write to a table row) while a test acts, then lets it
+/// go on. With `land_first`, the swap is applied before the pause and then reported as an
+/// unknown outcome, as a timeout after sending would be.
+#[derive(Default)]
+struct Gate {
+    armed: AtomicBool,
+    land_first: AtomicBool,
+    paused: Notify,
+    resume: Notify,
+}
+
+impl Gate {
+    fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+}
+
+struct GateStore {
+    inner: Arc<dyn MetaStore>,
+    gate: Arc<Gate>,
+}
+
+#[async_trait]
+impl MetaStore for GateStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn query(
+        &self,
+        pk: &str,
+        sk: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.inner.query(pk, sk, after, limit).await
+    }
+    async fn query_index(
+        &self,
+        pk: &str,
+        upto: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError> {
+        self.inner.query_index(pk, upto, limit).await
+    }
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        let is_swap = writes.len() == 1
+            && matches!(&writes[0], Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"));
+        if !(is_swap && self.gate.armed.swap(false, Ordering::SeqCst)) {
+            return self.inner.write(writes).await;
+        }
+        if self.gate.land_first.load(Ordering::SeqCst) {
+            self.inner.write(writes).await?;
+            self.gate.paused.notify_one();
+            self.gate.resume.notified().await;
+            return Err(StoreError::Unknown("timed out after sending".into()));
+        }
+        self.gate.paused.notify_one();
+        self.gate.resume.notified().await;
+        self.inner.write(writes).await
+    }
+}
+
+async fn gated() -> (TestCatalog, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    let shared = gate.clone();
+    let c = TestCatalog::with_store(move |inner| {
+        Arc::new(GateStore {
+            inner,
+            gate: shared,
+        })
+    })
+    .await;
+    (c, gate)
+}
+
+fn snapshot_count(metadata: &Value) -> usize {
+    metadata["snapshots"].as_array().map_or(0, Vec::len)
+}
+
+async fn metadata_files(c: &TestCatalog, answer: &Value) -> Vec<String> {
+    let location = answer["metadata"]["location"].as_str().unwrap();
+    c.files_under(&format!("{location}/metadata"))
+        .await
+        .into_iter()
+        .filter(|f| f.ends_with(".metadata.json"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_stale_commit_never_lands_on_a_dropped_and_recreated_table() {
+    let (c, gate) = gated().await;
+    c.create_namespace("dr").await;
+    let old = c.create_table("dr", "t").await;
+    gate.arm();
+    let stale = c.append_snapshot(ADMIN_TOKEN, "dr", "t", 1);
+    let meanwhile = async {
+        gate.paused.notified().await;
+        assert_eq!(c.delete(&table("dr", "t")).await.status.as_u16(), 204);
+        let new = c.create_table("dr", "t").await;
+        gate.resume.notify_one();
+        new
+    };
+    let (stale, new) = tokio::join!(stale, meanwhile);
+    stale.assert_error(409, "CommitFailedException");
+    let loaded = c.get(&table("dr", "t")).await;
+    let metadata = &loaded.assert_ok(200)["metadata"];
+    assert_eq!(metadata["table-uuid"], new["metadata"]["table-uuid"]);
+    assert_ne!(metadata["table-uuid"], old["metadata"]["table-uuid"]);
+    assert_eq!(metadata["location"], new["metadata"]["location"]);
+    assert_eq!(snapshot_count(metadata), 0);
+}
+
+#[tokio::test]
+async fn a_stale_commit_never_lands_on_a_renamed_and_recreated_table() {
+    let (c, gate) = gated().await;
+    c.create_namespace("rr").await;
+    let old = c.create_table("rr", "t").await;
+    gate.arm();
+    let stale = c.append_snapshot(ADMIN_TOKEN, "rr", "t", 1);
+    let meanwhile = async {
+        gate.paused.notified().await;
+        let rename = json!({
+            "source": {"namespace": ["rr"], "name": "t"},
+            "destination": {"namespace": ["rr"], "name": "moved"}
+        });
+        assert_eq!(
+            c.post(&format!("/v1/{ORG}/tables/rename"), rename)
+                .await
+                .status
+                .as_u16(),
+            204
+        );
+        let new = c.create_table("rr", "t").await;
+        gate.resume.notify_one();
+        new
+    };
+    let (stale, new) = tokio::join!(stale, meanwhile);
+    assert!(
+        matches!(stale.status.as_u16(), 404 | 409),
+        "stale commit answered {}: {}",
+        stale.status,
+        stale.body
+    );
+    let recreated = c.get(&table("rr", "t")).await;
+    assert_eq!(
+        recreated.assert_ok(200)["metadata"]["table-uuid"],
+        new["metadata"]["table-uuid"]
+    );
+    assert_eq!(snapshot_count(&recreated.body["metadata"]), 0);
+    let moved = c.get(&table("rr", "moved")).await;
+    assert_eq!(
+        moved.assert_ok(200)["metadata"]["table-uuid"],
+        old["metadata"]["table-uuid"]
+    );
+    assert_eq!(
+        moved.body["metadata"]["location"],
+        old["metadata"]["location"]
+    );
+}
+
+/// Writers commit without pause while the table is dropped and re-created, round after round:
+/// the re-created table always survives with its own identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_racing_drop_and_recreate_never_resurrect_the_old_table() {
+    const ROUNDS: usize = 12;
+    const WRITERS: i64 = 4;
+    let c = Arc::new(TestCatalog::new().await);
+    c.create_namespace("race").await;
+    c.create_table("race", "t").await;
+    for round in 0..ROUNDS {
+        let mut writers = Vec::new();
+        for writer in 0..WRITERS {
+            let c = c.clone();
+            writers.push(tokio::spawn(async move {
+                for n in 0..3 {
+                    let id = (round as i64) * 1_000 + writer * 10 + n;
+                    let current = c.get(&table("race", "t")).await;
+                    if current.status.as_u16() != 200 {
+                        continue;
+                    }
+                    let body = append_body(&current.body["metadata"], id);
+                    let answer = c.post(&table("race", "t"), body).await;
+                    assert!(
+                        matches!(answer.status.as_u16(), 200 | 404 | 409),
+                        "{}: {}",
+                        answer.status,
+                        answer.body
+                    );
+                }
+            }));
+        }
+        let dropped = c.delete(&table("race", "t")).await.status.as_u16();
+        assert!(matches!(dropped, 204 | 404), "drop answered {dropped}");
+        let created = c.post(&tables("race"), create_table_body("t")).await;
+        let new_uuid = created.assert_ok(200)["metadata"]["table-uuid"].clone();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let loaded = c.get(&table("race", "t")).await;
+        assert_eq!(
+            loaded.assert_ok(200)["metadata"]["table-uuid"],
+            new_uuid,
+            "round {round}: the re-created table was replaced"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_lost_race_is_409_and_deletes_no_file() {
+    let (c, gate) = gated().await;
+    c.create_namespace("lost").await;
+    let created = c.create_table("lost", "t").await;
+    gate.arm();
+    let loser = c.append_snapshot(ADMIN_TOKEN, "lost", "t", 1);
+    let winner = async {
+        gate.paused.notified().await;
+        let answer = c.append_snapshot(ADMIN_TOKEN, "lost", "t", 2).await;
+        gate.resume.notify_one();
+        answer
+    };
+    let (loser, winner) = tokio::join!(loser, winner);
+    winner.assert_ok(200);
+    loser.assert_error(409, "CommitFailedException");
+    // Version 0, the winner's file and the loser's orphan: nothing is deleted on a failure path.
+    assert_eq!(metadata_files(&c, &created).await.len(), 3);
+}
+
+#[tokio::test]
+async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_the_log_is_shortened()
+{
+    let (c, gate) = gated().await;
+    c.create_namespace("short").await;
+    let created = c.create_table("short", "t").await;
+    let shorten = json!({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"write.metadata.previous-versions-max": "1"}}
+    ]});
+    c.post(&table("short", "t"), shorten).await.assert_ok(200);
+    gate.land_first.store(true, Ordering::SeqCst);
+    gate.arm();
+    let landed = c.append_snapshot(ADMIN_TOKEN, "short", "t", 1);
+    let meanwhile = async {
+        gate.paused.notified().await;
+        // Two more commits push the landed file out of the metadata log.
+        c.append_snapshot(ADMIN_TOKEN, "short", "t", 2)
+            .await
+            .assert_ok(200);
+        c.append_snapshot(ADMIN_TOKEN, "short", "t", 3)
+            .await
+            .assert_ok(200);
+        gate.resume.notify_one();
+    };
+    let (landed, ()) = tokio::join!(landed, meanwhile);
+    landed.assert_error(500, "CommitStateUnknownException");
+    let loaded = c.get(&table("short", "t")).await;
+    assert_eq!(snapshot_count(&loaded.assert_ok(200)["metadata"]), 3);
+    let log = loaded.body["metadata"]["metadata-log"].as_array().unwrap();
+    assert_eq!(log.len(), 1, "the log was shortened");
+    assert_eq!(
+        metadata_files(&c, &created).await.len(),
+        5,
+        "every file kept"
+    );
+}
+
+#[tokio::test]
+async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_a_rename() {
+    let (c, gate) = gated().await;
+    c.create_namespace("ren").await;
+    let created = c.create_table("ren", "t").await;
+    gate.land_first.store(true, Ordering::SeqCst);
+    gate.arm();
+    let landed = c.append_snapshot(ADMIN_TOKEN, "ren", "t", 1);
+    let meanwhile = async {
+        gate.paused.notified().await;
+        let rename = json!({
+            "source": {"namespace": ["ren"], "name": "t"},
+            "destination": {"namespace": ["ren"], "name": "u"}
+        });
+        let answer = c.post(&format!("/v1/{ORG}/tables/rename"), rename).await;
+        gate.resume.notify_one();
+        answer
+    };
+    let (landed, renamed) = tokio::join!(landed, meanwhile);
+    assert_eq!(renamed.status.as_u16(), 204);
+    landed.assert_error(500, "CommitStateUnknownException");
+    let moved = c.get(&table("ren", "u")).await;
+    assert_eq!(snapshot_count(&moved.assert_ok(200)["metadata"]), 1);
+    assert_eq!(metadata_files(&c, &created).await.len(), 2);
+}
+
+/// A writer replaces the current metadata file (it holds credentials for the directory) with one
+/// that points at a sibling table. Neither a load nor a commit accepts it, and the table stays
+/// where it was.
+#[tokio::test]
+async fn a_tampered_metadata_file_is_refused_and_moves_nothing() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("tamper").await;
+    let victim = c.create_table("tamper", "t").await;
+    let sibling = c.create_table("tamper", "sibling").await;
+    let current = victim["metadata-location"].as_str().unwrap().to_owned();
+    let original_bytes = c.read_bytes(&current).await;
+    let original: Value = serde_json::from_slice(&original_bytes).unwrap();
+
+    let mut moved = original.clone();
+    moved["location"] = sibling["metadata"]["location"].clone();
+    let mut altered = original.clone();
+    altered["properties"] = json!({"write.data.path": "s3://elsewhere/data"});
+    let other_uuid = {
+        let mut doc = original.clone();
+        doc["table-uuid"] = sibling["metadata"]["table-uuid"].clone();
+        doc
+    };
+    for forged in [moved, altered, other_uuid] {
+        c.overwrite(&current, serde_json::to_vec(&forged).unwrap())
+            .await;
+        c.catalog.forget_cached();
+        c.get(&table("tamper", "t"))
+            .await
+            .assert_error(500, "InternalServerError");
+        let commit = json!({"requirements": [], "updates": [
+            {"action": "set-properties", "updates": {"k": "v"}}
+        ]});
+        let answer = c.post(&table("tamper", "t"), commit).await;
+        assert_eq!(answer.status.as_u16(), 500, "{}", answer.body);
+        assert!(
+            !answer.body.to_string().contains("elsewhere"),
+            "the answer reveals no file contents"
+        );
+    }
+    c.overwrite(&current, original_bytes).await;
+    c.catalog.forget_cached();
+    let loaded = c.get(&table("tamper", "t")).await;
+    assert_eq!(loaded.assert_ok(200)["metadata-location"], current.as_str());
+    assert_eq!(
+        loaded.body["metadata"]["location"],
+        victim["metadata"]["location"]
+    );
+    assert_eq!(
+        metadata_files(&c, &victim).await.len(),
+        1,
+        "nothing was written"
+    );
+}
+
+#[tokio::test]
+async fn table_names_never_become_unsafe_path_segments() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("names").await;
+    for bad in [".", ".."] {
+        c.post(&tables("names"), create_table_body(bad))
+            .await
+            .assert_error(400, "BadRequestException");
+    }
+    for odd in ["*", "?", "a*b", "we ird$"] {
+        let created = c.post(&tables("names"), create_table_body(odd)).await;
+        let location = created.assert_ok(200)["metadata"]["location"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let directory = location.rsplit('/').next().unwrap();
+        assert!(
+            directory
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '-' || ch == '_'),
+            "{odd:?} got directory {directory:?}"
+        );
+        let encoded: String = odd
+            .chars()
+            .map(|ch| match ch {
+                '*' => "%2A".to_owned(),
+                '?' => "%3F".to_owned(),
+                ' ' => "%20".to_owned(),
+                '$' => "%24".to_owned(),
+                ch => ch.to_string(),
+            })
+            .collect();
+        c.get(&table("names", &encoded)).await.assert_ok(200);
+    }
+}
+
+#[tokio::test]
+async fn table_directories_never_overlap() {
+    let c = TestCatalog::new().await;
+    let ns = c.create_namespace("ovl").await;
+    let root = ns["properties"]["location"].as_str().unwrap().to_owned();
+    let first = c.create_table("ovl", "first").await;
+    let first_dir = first["metadata"]["location"].as_str().unwrap().to_owned();
+    assert!(
+        first_dir.starts_with(&format!("{root}/first-")),
+        "{first_dir}"
+    );
+    let second = c.create_table("ovl", "first-copy").await;
+    assert_ne!(
+        second["metadata"]["location"],
+        first["metadata"]["location"]
+    );
+
+    let with_location = |name: &str, location: String| {
+        let mut body = create_table_body(name);
+        body["location"] = json!(location);
+        body
+    };
+    for location in [
+        root.clone(),
+        format!("{root}/"),
+        first_dir.clone(),
+        format!("{first_dir}/nested"),
+        format!("{root}/../escape"),
+        format!("{root}/a*b"),
+        "file:///tmp/elsewhere".to_owned(),
+    ] {
+        c.post(&tables("ovl"), with_location("x", location.clone()))
+            .await
+            .assert_error(400, "BadRequestException");
+    }
+    // A fresh directory of the client's choosing is fine, once.
+    let chosen = format!("{root}/chosen");
+    c.post(&tables("ovl"), with_location("mine", chosen.clone()))
+        .await
+        .assert_ok(200);
+    c.post(
+        &tables("ovl"),
+        with_location("yours", format!("{chosen}/sub")),
+    )
+    .await
+    .assert_error(400, "BadRequestException");
+    // Dropping a table keeps its directory claimed: its files stay in storage.
+    assert_eq!(c.delete(&table("ovl", "mine")).await.status.as_u16(), 204);
+    c.post(&tables("ovl"), with_location("again", chosen))
+        .await
+        .assert_error(400, "BadRequestException");
+
+    // Commits may move the location only inside the table's own directory.
+    let set_location = |location: &str| json!({"requirements": [], "updates": [{"action": "set-location", "location": location}]});
+    let second_dir = second["metadata"]["location"].as_str().unwrap();
+    for location in [root.as_str(), second_dir, "file:///tmp/elsewhere"] {
+        c.post(&table("ovl", "first"), set_location(location))
+            .await
+            .assert_error(400, "BadRequestException");
+    }
+    let inside = format!("{first_dir}/v2");
+    let moved = c.post(&table("ovl", "first"), set_location(&inside)).await;
+    assert_eq!(
+        moved.assert_ok(200)["metadata"]["location"],
+        inside.as_str()
+    );
+
+    // Location-bearing properties too, at creation and in commits.
+    for key in [
+        "write.data.path",
+        "write.metadata.path",
+        "write.object-storage.path",
+    ] {
+        let mut body = create_table_body("props");
+        body["properties"] = json!({key: format!("{second_dir}/data")});
+        c.post(&tables("ovl"), body)
+            .await
+            .assert_error(400, "BadRequestException");
+        let update = json!({"requirements": [], "updates": [
+            {"action": "set-properties", "updates": {key: root.clone()}}
+        ]});
+        c.post(&table("ovl", "first"), update)
+            .await
+            .assert_error(400, "BadRequestException");
+        let update = json!({"requirements": [], "updates": [
+            {"action": "set-properties", "updates": {key: format!("{first_dir}/files")}}
+        ]});
+        c.post(&table("ovl", "first"), update).await.assert_ok(200);
+    }
+}
+
+/// A staged create keeps the directory it was given when it is committed; a forged staged
+/// location cannot take another table's directory.
+#[tokio::test]
+async fn staged_creates_commit_into_a_directory_of_their_own() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("stg").await;
+    let existing = c.create_table("stg", "existing").await;
+    let mut body = create_table_body("staged");
+    body["stage-create"] = json!(true);
+    let staged = c.post(&tables("stg"), body).await;
+    let location = staged.assert_ok(200)["metadata"]["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let commit = |location: &str| {
+        json!({
+            "requirements": [{"type": "assert-create"}],
+            "updates": [
+                {"action": "assign-uuid", "uuid": staged.body["metadata"]["table-uuid"]},
+                {"action": "upgrade-format-version", "format-version": 2},
+                {"action": "add-schema", "schema": staged.body["metadata"]["schemas"][0]},
+                {"action": "set-current-schema", "schema-id": -1},
+                {"action": "set-location", "location": location}
+            ]
+        })
+    };
+    c.post(
+        &table("stg", "staged"),
+        commit(existing["metadata"]["location"].as_str().unwrap()),
+    )
+    .await
+    .assert_error(400, "BadRequestException");
+    let committed = c.post(&table("stg", "staged"), commit(&location)).await;
+    assert_eq!(
+        committed.assert_ok(200)["metadata"]["location"],
+        location.as_str()
+    );
+}
