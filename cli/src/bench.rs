@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use clap::Args;
 use floe::routes::Group;
+use floe::store::counting::{CountingStore, StoreCounts};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -117,6 +119,7 @@ impl Summary {
 
 pub async fn run(args: BenchArgs) -> Result<(), String> {
     let _private: Option<tempfile::TempDir>;
+    let mut counter: Option<Arc<CountingStore>> = None;
     let (base, token, warehouse) = match (&args.url, &args.token) {
         (Some(url), Some(token)) => {
             _private = None;
@@ -129,7 +132,8 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         (Some(_), None) => return Err("--url needs --token (or FLOE_TOKEN)".into()),
         (None, _) => {
             let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let (url, token) = start_private_catalog(dir.path()).await?;
+            let (url, token, counting) = start_private_catalog(dir.path()).await?;
+            counter = Some(counting);
             _private = Some(dir);
             (url, token, "demo".to_owned())
         }
@@ -175,13 +179,17 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
     )
     .await?;
 
+    let counts = || counter.as_ref().map(|c| c.counts());
+    let before_loads = counts();
     let mut loads_small = measure_loads(&http, &table_path, "loadTable", &args).await?;
+    let load_counts = counts().zip(before_loads).map(|(a, b)| a.since(&b));
     let mut parent: Option<i64> = None;
     let mut sequence = 0i64;
     let mut commits = Summary {
         name: "commit",
         samples: Vec::with_capacity(args.iterations),
     };
+    let before_commits = counts();
     for i in 0..(args.warmup + args.iterations) {
         sequence += 1;
         let snapshot_id = 1_000 + i as i64;
@@ -203,6 +211,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         }
         parent = Some(snapshot_id);
     }
+    let commit_counts = counts().zip(before_commits).map(|(a, b)| a.since(&b));
     let mut loads_large = measure_loads(&http, &table_path, "loadTable", &args).await?;
     println!(
         "floe bench: {} ({} measured requests per row, {} warm-up)",
@@ -211,7 +220,27 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
     loads_small.print("0 snapshots");
     commits.print("appends");
     loads_large.print(&format!("{} snapshots", args.warmup + args.iterations));
+    let requests = (args.warmup + args.iterations) as f64;
+    if let Some(c) = load_counts {
+        print_store_costs("loadTable", &c, requests);
+    }
+    if let Some(c) = commit_counts {
+        print_store_costs("commit", &c, requests);
+    }
     Ok(())
+}
+
+/// Store requests per operation, averaged over every request of the phase (warm-up included).
+fn print_store_costs(name: &str, counts: &StoreCounts, requests: f64) {
+    println!(
+        "{name:<10} store per request: {:.2} reads ({:.2} get, {:.2} query, {:.2} index), {:.2} writes ({:.2} items)",
+        counts.reads() as f64 / requests,
+        counts.gets as f64 / requests,
+        counts.queries as f64 / requests,
+        counts.index_queries as f64 / requests,
+        counts.writes as f64 / requests,
+        counts.items_written as f64 / requests,
+    );
 }
 
 async fn measure_loads(
@@ -241,11 +270,19 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn start_private_catalog(dir: &std::path::Path) -> Result<(String, String), String> {
+async fn start_private_catalog(
+    dir: &std::path::Path,
+) -> Result<(String, String, Arc<CountingStore>), String> {
     let token = floe::auth::generate_token();
-    let (catalog, _) = floe::local::open(dir, "demo", Some(&token))
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut counting = None;
+    let (catalog, _) = floe::local::open_wrapped(dir, "demo", Some(&token), |store| {
+        let wrapped = Arc::new(CountingStore::new(store));
+        counting = Some(wrapped.clone());
+        wrapped
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let counting = counting.ok_or("the store was not opened")?;
     let app = floe::http::router(catalog, &Group::ALL);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -254,5 +291,5 @@ async fn start_private_catalog(dir: &std::path::Path) -> Result<(String, String)
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok((format!("http://{addr}/iceberg"), token))
+    Ok((format!("http://{addr}/iceberg"), token, counting))
 }

@@ -1,81 +1,93 @@
-//! A small time-bounded cache for rows that change rarely (tokens, orgs, memberships), so a warm
-//! request costs only the reads of what it is about. A change is seen within the TTL.
+//! Time-bounded memory of rows that change rarely (tokens, orgs, memberships, namespaces, bucket
+//! configurations), so a warm request costs only the reads of what it is about. A change is seen
+//! within the TTL. Built on moka: bounded, concurrent, and concurrent misses of one key share a
+//! single load.
 
-use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::clock::Clock;
+use moka::future::Cache;
 
 pub struct TtlCache<K, V> {
-    ttl_ms: u64,
-    capacity: usize,
-    clock: Arc<dyn Clock>,
-    entries: Mutex<HashMap<K, (V, u64)>>,
+    /// `None` when the TTL is zero: nothing is remembered.
+    inner: Option<Cache<K, V>>,
 }
 
-impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
-    /// A cache keeping up to `capacity` entries for `ttl_ms` each; a TTL of 0 disables it.
-    pub fn new(ttl_ms: u64, capacity: usize, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            ttl_ms,
-            capacity,
-            clock,
-            entries: Mutex::new(HashMap::new()),
+impl<K, V> TtlCache<K, V>
+where
+    K: Eq + Hash + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    /// A cache keeping up to `capacity` entries for `ttl` each; a zero TTL disables it.
+    pub fn new(ttl: Duration, capacity: u64) -> Self {
+        let inner = (!ttl.is_zero()).then(|| {
+            Cache::builder()
+                .time_to_live(ttl)
+                .max_capacity(capacity)
+                .build()
+        });
+        Self { inner }
+    }
+
+    pub async fn get(&self, key: &K) -> Option<V> {
+        match &self.inner {
+            Some(cache) => cache.get(key).await,
+            None => None,
         }
     }
 
-    pub fn get(&self, key: &K) -> Option<V> {
-        if self.ttl_ms == 0 {
-            return None;
+    pub async fn insert(&self, key: K, value: V) {
+        if let Some(cache) = &self.inner {
+            cache.insert(key, value).await;
         }
-        let now = self.clock.now_ms();
-        let entries = self.entries.lock().expect("cache lock");
-        entries
-            .get(key)
-            .filter(|(_, expires)| *expires > now)
-            .map(|(v, _)| v.clone())
+    }
+
+    /// The remembered value, or the result of `load` (remembered when it succeeds; concurrent
+    /// callers for one key wait for the same load).
+    pub async fn get_or_load<E>(
+        &self,
+        key: K,
+        load: impl Future<Output = Result<V, E>>,
+    ) -> Result<V, E>
+    where
+        E: Clone + Send + Sync + 'static,
+    {
+        match &self.inner {
+            Some(cache) => cache.try_get_with(key, load).await.map_err(|shared| {
+                std::sync::Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone())
+            }),
+            None => load.await,
+        }
     }
 
     pub fn clear(&self) {
-        self.entries.lock().expect("cache lock").clear();
-    }
-
-    pub fn insert(&self, key: K, value: V) {
-        if self.ttl_ms == 0 {
-            return;
+        if let Some(cache) = &self.inner {
+            cache.invalidate_all();
         }
-        let now = self.clock.now_ms();
-        let mut entries = self.entries.lock().expect("cache lock");
-        if entries.len() >= self.capacity {
-            entries.retain(|_, (_, expires)| *expires > now);
-            if entries.len() >= self.capacity {
-                entries.clear();
-            }
-        }
-        entries.insert(key, (value, now + self.ttl_ms));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::ManualClock;
 
-    #[test]
-    fn entries_expire_and_zero_ttl_disables() {
-        let clock = Arc::new(ManualClock::new(1_000));
-        let cache = TtlCache::new(100, 2, clock.clone());
-        cache.insert("a", 1);
-        assert_eq!(cache.get(&"a"), Some(1));
-        clock.advance_ms(100);
-        assert_eq!(cache.get(&"a"), None);
-        cache.insert("b", 2);
-        cache.insert("c", 3);
-        cache.insert("d", 4);
-        assert_eq!(cache.get(&"d"), Some(4));
-        let off = TtlCache::new(0, 2, clock);
-        off.insert("a", 1);
-        assert_eq!(off.get(&"a"), None);
+    #[tokio::test]
+    async fn remembers_within_the_ttl_and_zero_disables() {
+        let cache = TtlCache::new(Duration::from_secs(60), 10);
+        cache.insert("a", 1).await;
+        assert_eq!(cache.get(&"a").await, Some(1));
+        let loaded: Result<i32, ()> = cache.get_or_load("b", async { Ok(2) }).await;
+        assert_eq!(loaded, Ok(2));
+        let again: Result<i32, ()> = cache.get_or_load("b", async { Ok(3) }).await;
+        assert_eq!(again, Ok(2), "the first load is remembered");
+        let failed: Result<i32, &str> = cache.get_or_load("c", async { Err("no") }).await;
+        assert_eq!(failed, Err("no"));
+        assert_eq!(cache.get(&"c").await, None, "failures are not remembered");
+        cache.clear();
+        assert_eq!(cache.get(&"a").await, None);
+
+        let off = TtlCache::new(Duration::ZERO, 10);
+        off.insert("a", 1).await;
+        assert_eq!(off.get(&"a").await, None);
     }
 }

@@ -4,7 +4,7 @@
 use crate::objects::ObjectError;
 use crate::store::StoreError;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum CatalogError {
     /// Malformed or unsupported input (400 BadRequestException).
     #[error("{0}")]

@@ -120,12 +120,20 @@ fn dev_bucket(settings: &Settings, defaults: Option<&S3Defaults>) -> Result<Buck
 
 /// Builds the catalog the settings describe and bootstraps the development org.
 pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+    open_catalog_wrapped(settings, |store| store).await
+}
+
+/// As `open_catalog`, with the store wrapped (to count its requests, say).
+pub async fn open_catalog_wrapped(
+    settings: &Settings,
+    wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
+) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
     let sdk = if settings.uses_aws() {
         Some(aws_config().await)
     } else {
         None
     };
-    let store = open_store(settings, sdk.as_ref()).await?;
+    let store = wrap(open_store(settings, sdk.as_ref()).await?);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let defaults = sdk.as_ref().map(|sdk| s3_defaults(settings, sdk));
     let boot = if settings.bootstrap {
@@ -165,7 +173,7 @@ pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBoots
         ),
     };
     let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock)
-        .with_auth_cache_ttl_ms(settings.auth_cache_secs * 1000);
+        .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs));
     if let Some(secret) = &settings.page_token_secret {
         catalog = catalog.with_page_token_key(secret.as_bytes());
     }
@@ -177,6 +185,16 @@ pub async fn open(
     data_dir: &Path,
     org: &str,
     token: Option<&str>,
+) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+    open_wrapped(data_dir, org, token, |store| store).await
+}
+
+/// As `open`, with the store wrapped.
+pub async fn open_wrapped(
+    data_dir: &Path,
+    org: &str,
+    token: Option<&str>,
+    wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
 ) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
     let settings = Settings {
         data_dir: data_dir.to_path_buf(),
@@ -196,5 +214,5 @@ pub async fn open(
         auth_cache_secs: 10,
         page_token_secret: None,
     };
-    open_catalog(&settings).await
+    open_catalog_wrapped(&settings, wrap).await
 }

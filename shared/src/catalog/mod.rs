@@ -14,6 +14,7 @@ pub mod storage;
 mod tables;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 pub use tables::TableRequestOptions;
@@ -51,9 +52,9 @@ pub struct Catalog {
     buckets: TtlCache<(String, String), BucketRow>,
 }
 
-/// Default TTL of remembered tokens, orgs and memberships.
-pub const DEFAULT_AUTH_CACHE_TTL_MS: u64 = 10_000;
-const AUTH_CACHE_ENTRIES: usize = 10_000;
+/// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
+pub const DEFAULT_AUTH_CACHE_TTL: Duration = Duration::from_secs(10);
+const AUTH_CACHE_ENTRIES: u64 = 10_000;
 
 /// An authenticated principal inside one org, with its standing resolved.
 #[derive(Debug, Clone)]
@@ -76,10 +77,10 @@ impl Catalog {
             vendor,
             metadata: MetadataCache::new(metadata::DEFAULT_CACHE_BYTES),
             page_tokens: paging::PageTokens::random(),
-            tokens: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
-            standing: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
-            namespaces: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
-            buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL_MS, AUTH_CACHE_ENTRIES, clock.clone()),
+            tokens: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
+            standing: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
+            namespaces: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
+            buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             clock,
         }
     }
@@ -88,20 +89,20 @@ impl Catalog {
     /// revoked token stops working within it.
     pub async fn authenticate(&self, token: &str) -> Result<Principal> {
         let hash = crate::auth::hash_token(token);
-        if let Some(principal) = self.tokens.get(&hash) {
-            return Ok(principal);
-        }
-        let principal = crate::auth::authenticate_hash(&*self.store, &hash).await?;
-        self.tokens.insert(hash, principal.clone());
-        Ok(principal)
+        self.tokens
+            .get_or_load(
+                hash.clone(),
+                crate::auth::authenticate_hash(&*self.store, &hash),
+            )
+            .await
     }
 
     /// How long tokens, orgs and memberships are remembered (0 disables the cache).
-    pub fn with_auth_cache_ttl_ms(mut self, ttl_ms: u64) -> Self {
-        self.tokens = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
-        self.standing = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
-        self.namespaces = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
-        self.buckets = TtlCache::new(ttl_ms, AUTH_CACHE_ENTRIES, self.clock.clone());
+    pub fn with_auth_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.tokens = TtlCache::new(ttl, AUTH_CACHE_ENTRIES);
+        self.standing = TtlCache::new(ttl, AUTH_CACHE_ENTRIES);
+        self.namespaces = TtlCache::new(ttl, AUTH_CACHE_ENTRIES);
+        self.buckets = TtlCache::new(ttl, AUTH_CACHE_ENTRIES);
         self
     }
 
@@ -126,24 +127,19 @@ impl Catalog {
     /// principal who sees nothing in the org's catalog gets a blanket 403.
     pub async fn org_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
         let cache_key = (org.to_owned(), principal.id.clone());
-        let (org_row, role) = match self.standing.get(&cache_key) {
-            Some(hit) => hit,
-            None => {
-                let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
+        let load = async {
+            let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
+                .await?
+                .map(|v| v.row);
+            let role = match &org_row {
+                Some(_) => rows::get::<MemberRow>(&*self.store, &keys::member(org, &principal.id))
                     .await?
-                    .map(|v| v.row);
-                let role = match &org_row {
-                    Some(_) => {
-                        rows::get::<MemberRow>(&*self.store, &keys::member(org, &principal.id))
-                            .await?
-                            .map(|m| m.row.role)
-                    }
-                    None => None,
-                };
-                self.standing.insert(cache_key, (org_row.clone(), role));
-                (org_row, role)
-            }
+                    .map(|m| m.row.role),
+                None => None,
+            };
+            Ok::<_, CatalogError>((org_row, role))
         };
+        let (org_row, role) = self.standing.get_or_load(cache_key, load).await?;
         let org_row = org_row
             .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?;
         if !org_row.iceberg_enabled {
@@ -172,7 +168,8 @@ impl Catalog {
         {
             Some(ns) if ns.row.deleted_ms.is_none() => {
                 self.namespaces
-                    .insert((ctx.org.name.clone(), name.to_owned()), ns.row.clone());
+                    .insert((ctx.org.name.clone(), name.to_owned()), ns.row.clone())
+                    .await;
                 Ok(ns)
             }
             _ => Err(no_such_namespace(name)),
@@ -185,6 +182,7 @@ impl Catalog {
         match self
             .namespaces
             .get(&(ctx.org.name.clone(), name.to_owned()))
+            .await
         {
             Some(ns) => Ok(ns),
             None => Ok(self.live_namespace(ctx, name).await?.row),
@@ -295,20 +293,21 @@ impl Catalog {
             .as_ref()
             .or(table.storage_override.as_ref().map(|o| &o.bucket))
             .unwrap_or(&ns.bucket);
-        let cache_key = (ctx.org.name.clone(), nickname.clone());
-        if let Some(bucket) = self.buckets.get(&cache_key) {
-            return Ok(bucket);
-        }
-        let bucket = rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
-            .await?
-            .ok_or_else(|| {
-                CatalogError::Internal(format!(
-                    "Bucket configuration '{nickname}' has been removed"
-                ))
-            })?
-            .row;
-        self.buckets.insert(cache_key, bucket.clone());
-        Ok(bucket)
+        let load = async {
+            Ok(
+                rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
+                    .await?
+                    .ok_or_else(|| {
+                        CatalogError::Internal(format!(
+                            "Bucket configuration '{nickname}' has been removed"
+                        ))
+                    })?
+                    .row,
+            )
+        };
+        self.buckets
+            .get_or_load((ctx.org.name.clone(), nickname.clone()), load)
+            .await
     }
 }
 

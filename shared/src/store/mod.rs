@@ -6,6 +6,7 @@
 //! such write with a `TokenIs` condition: items may carry a random write token, which unlike the
 //! version never repeats across a drop and re-create of the same key.
 
+pub mod counting;
 pub mod dynamodb;
 pub mod embedded;
 pub mod rows;
