@@ -1,8 +1,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
-use floe::store::{Item, Key, MetaStore, StoreError, Write};
+use floe::store::Write;
 use floe_tests::*;
 use serde_json::json;
 
@@ -226,79 +225,16 @@ async fn schema_evolution_commit() {
     assert_eq!(metadata["last-column-id"], 3);
 }
 
-/// How a `SwapFaultStore` misreports a pointer swap while armed.
-#[derive(Clone, Copy)]
-enum SwapFault {
-    /// The write is not applied and the outcome is unknown (a timeout after sending).
-    UnknownOutcome,
-    /// The write lands but reports a failed condition, as a DynamoDB write does when the SDK
-    /// retries a request whose first attempt succeeded.
-    LandedButConflicted,
-}
-
-/// A store that misreports single-item writes to table rows (pointer swaps) while armed.
-struct SwapFaultStore {
-    inner: Arc<dyn MetaStore>,
-    armed: Arc<AtomicBool>,
-    fault: SwapFault,
-}
-
-#[async_trait]
-impl MetaStore for SwapFaultStore {
-    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn query(
-        &self,
-        pk: &str,
-        sk: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        self.inner.query(pk, sk, after, limit).await
-    }
-    async fn query_index(
-        &self,
-        pk: &str,
-        upto: &str,
-        limit: usize,
-    ) -> Result<Vec<Key>, StoreError> {
-        self.inner.query_index(pk, upto, limit).await
-    }
-    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");
-        if !(is_swap && self.armed.load(Ordering::SeqCst)) {
-            return self.inner.write(writes).await;
-        }
-        match self.fault {
-            SwapFault::UnknownOutcome => Err(StoreError::Unknown("timed out after sending".into())),
-            SwapFault::LandedButConflicted => {
-                let key = writes[0].key().clone();
-                self.inner.write(writes).await?;
-                Err(StoreError::ConditionFailed { index: 0, key })
-            }
-        }
-    }
-}
-
-/// A catalog whose pointer swaps misreport with `fault` once the returned flag is set.
-async fn with_swap_fault(fault: SwapFault) -> (TestCatalog, Arc<AtomicBool>) {
-    let armed = Arc::new(AtomicBool::new(false));
-    let flag = armed.clone();
-    let c = TestCatalog::with_store(move |inner| {
-        Arc::new(SwapFaultStore {
-            inner,
-            armed: flag,
-            fault,
-        })
-    })
-    .await;
-    (c, armed)
+/// A catalog whose pointer swaps (single-item writes to table rows) misreport with `fault`
+/// once the returned flag is set.
+async fn with_swap_fault(fault: Fault) -> (TestCatalog, Arc<AtomicBool>) {
+    let swap = |w: &[Write]| w.len() == 1 && w[0].key().sk.starts_with("TABLE#");
+    TestCatalog::with_fault(Target::Write(swap), fault).await
 }
 
 #[tokio::test]
 async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file() {
-    let (c, armed) = with_swap_fault(SwapFault::UnknownOutcome).await;
+    let (c, armed) = with_swap_fault(Fault::UnknownOutcome).await;
     c.create_namespace("unk").await;
     let created = c.create_table("unk", "t").await;
     armed.store(true, Ordering::SeqCst);
@@ -315,7 +251,7 @@ async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file(
 
 #[tokio::test]
 async fn a_swap_that_landed_despite_a_condition_failure_is_a_success() {
-    let (c, armed) = with_swap_fault(SwapFault::LandedButConflicted).await;
+    let (c, armed) = with_swap_fault(Fault::LandedButConflicted).await;
     c.create_namespace("landed").await;
     let created = c.create_table("landed", "t").await;
     armed.store(true, Ordering::SeqCst);
