@@ -119,6 +119,10 @@ impl Catalog {
             table_count: 0,
             created_ms: now,
             deleted_ms: None,
+            purging: None,
+            purge_attempts: 0,
+            purge_last_error: None,
+            purge_index_ms: None,
         };
         let claim = NameClaimRow {
             name: name.clone(),
