@@ -1,4 +1,8 @@
+use std::sync::atomic::Ordering;
+
 use floe::purge::RECOVERY_PERIOD;
+use floe::store::rows::{self, NamespaceRow, keys};
+use floe::store::{Key, Write};
 use floe_tests::*;
 use serde_json::json;
 
@@ -138,4 +142,194 @@ async fn a_restored_namespace_is_not_purged() {
     c.get(&format!("/v1/{ORG}/namespaces/back"))
         .await
         .assert_ok(200);
+}
+
+fn later() -> u64 {
+    now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000
+}
+
+/// A namespace created and dropped while empty: still restorable by creating it again.
+async fn dropped_empty_namespace(c: &TestCatalog, name: &str) -> String {
+    let ns = c.create_namespace(name).await;
+    assert_eq!(
+        c.delete(&format!("/v1/{ORG}/namespaces/{name}"))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    ns["properties"]["location"].as_str().unwrap().to_owned()
+}
+
+async fn namespace_row(c: &TestCatalog, name: &str) -> Option<NamespaceRow> {
+    rows::get::<NamespaceRow>(&*c.store, &keys::namespace(ORG, name))
+        .await
+        .unwrap()
+        .map(|v| v.row)
+}
+
+fn reads_of_namespaces(key: &Key) -> bool {
+    key.sk.starts_with(keys::NAMESPACE_PREFIX)
+}
+
+/// The write that puts a namespace row (a restore, a drop, the purge's fence).
+fn namespace_puts(writes: &[Write]) -> bool {
+    matches!(writes, [Write::Put { item, .. }] if item.key.sk.starts_with(keys::NAMESPACE_PREFIX))
+}
+
+/// The purge's final write: the namespace row and its claims removed together.
+fn namespace_removals(writes: &[Write]) -> bool {
+    writes.iter().any(
+        |w| matches!(w, Write::Delete { key, .. } if key.sk.starts_with(keys::NAMESPACE_PREFIX)),
+    )
+}
+
+#[tokio::test]
+async fn a_restore_after_the_purge_read_the_namespace_keeps_its_new_files() {
+    let pause = Pause::new();
+    let (c, armed) = TestCatalog::with_fault(
+        Target::Read(reads_of_namespaces),
+        Fault::Pause(pause.clone()),
+    )
+    .await;
+    let location = dropped_empty_namespace(&c, "raced").await;
+    armed.store(true, Ordering::SeqCst);
+    let catalog = c.catalog.clone();
+    let purge =
+        tokio::spawn(async move { catalog.purge_expired(later(), RECOVERY_PERIOD, 100).await });
+    // The purge has read the expired namespace; it is restored and written to before it goes on.
+    pause.reached().await;
+    let restored = c.create_namespace("raced").await;
+    assert_eq!(restored["properties"]["location"], location.as_str());
+    c.create_table("raced", "t").await;
+    c.append_snapshot(ADMIN_TOKEN, "raced", "t", 1)
+        .await
+        .assert_ok(200);
+    let files = c.files_under(&location).await;
+    pause.resume();
+    let report = purge.await.unwrap().unwrap();
+
+    assert!(report.purged.is_empty(), "{report:?}");
+    assert_eq!(report.objects_deleted, 0);
+    assert_eq!(c.files_under(&location).await, files);
+    c.get(&format!("/v1/{ORG}/namespaces/raced/tables/t"))
+        .await
+        .assert_ok(200);
+}
+
+#[tokio::test]
+async fn a_restore_that_read_the_namespace_before_the_purge_fenced_it_is_409() {
+    let pause = Pause::new();
+    let (c, armed) =
+        TestCatalog::with_fault(Target::Write(namespace_puts), Fault::Pause(pause.clone())).await;
+    let location = dropped_empty_namespace(&c, "late").await;
+    armed.store(true, Ordering::SeqCst);
+    let path = format!("/v1/{ORG}/namespaces");
+    let restore = c.post(&path, json!({"namespace": ["late"]}));
+    // The restore has read the soft-deleted row and checked its storage; its write is held
+    // while a whole purge run goes by.
+    let purge = async {
+        pause.reached().await;
+        let report = c
+            .catalog
+            .purge_expired(later(), RECOVERY_PERIOD, 100)
+            .await
+            .unwrap();
+        pause.resume();
+        report
+    };
+    let (answer, report) = tokio::join!(restore, purge);
+
+    assert_eq!(report.purged, vec![format!("{ORG}/late")]);
+    answer.assert_error(409, "AlreadyExistsException");
+    let message = answer.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("being purged"), "{message}");
+    assert!(namespace_row(&c, "late").await.is_none());
+    // The name is free again: a create now makes a new namespace on a new prefix.
+    let again = c.create_namespace("late").await;
+    assert_ne!(again["properties"]["location"], location.as_str());
+}
+
+#[tokio::test]
+async fn restoring_a_namespace_being_purged_is_409() {
+    let pause = Pause::new();
+    let (c, armed) = TestCatalog::with_fault(
+        Target::Write(namespace_removals),
+        Fault::Pause(pause.clone()),
+    )
+    .await;
+    let location = dropped_empty_namespace(&c, "going").await;
+    armed.store(true, Ordering::SeqCst);
+    let catalog = c.catalog.clone();
+    let purge =
+        tokio::spawn(async move { catalog.purge_expired(later(), RECOVERY_PERIOD, 100).await });
+    // The purge has emptied the prefix and is about to remove the row.
+    pause.reached().await;
+    assert!(c.files_under(&location).await.is_empty());
+    let answer = c
+        .post(
+            &format!("/v1/{ORG}/namespaces"),
+            json!({"namespace": ["going"]}),
+        )
+        .await;
+    answer.assert_error(409, "AlreadyExistsException");
+    let message = answer.body["error"]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "Namespace going is being purged and can no longer be restored; create it again once the purge has finished"
+    );
+    pause.resume();
+    let report = purge.await.unwrap().unwrap();
+    assert_eq!(report.purged, vec![format!("{ORG}/going")]);
+    assert!(c.files_under(&location).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_purge_racing_a_restore_never_lets_both_win() {
+    let c = TestCatalog::new().await;
+    let rounds = match c.backend {
+        Backend::Local => 30,
+        Backend::Aws => 8,
+    };
+    let (mut restores, mut purges) = (0, 0);
+    for round in 0..rounds {
+        let name = format!("race{round}");
+        let location = dropped_empty_namespace(&c, &name).await;
+        let path = format!("/v1/{ORG}/namespaces");
+        let restore = async {
+            let answer = c.post(&path, json!({"namespace": [&name]})).await;
+            let restored =
+                answer.status == 200 && answer.body["properties"]["location"] == location.as_str();
+            if restored {
+                c.create_table(&name, "t").await;
+            }
+            (answer, restored)
+        };
+        let purge = c.catalog.purge_expired(later(), RECOVERY_PERIOD, 100);
+        let ((answer, restored), report) = tokio::join!(restore, purge);
+        let report = report.unwrap();
+        let purged = report.purged.contains(&format!("{ORG}/{name}"));
+        assert!(restored != purged, "round {round}: {answer:?} {report:?}");
+        if restored {
+            restores += 1;
+            // Every file the restored namespace holds survived the purge.
+            c.get(&format!("/v1/{ORG}/namespaces/{name}/tables/t"))
+                .await
+                .assert_ok(200);
+            let files = c.files_under(&location).await;
+            assert!(
+                files.iter().any(|f| f.ends_with(".metadata.json")),
+                "{files:?}"
+            );
+        } else {
+            purges += 1;
+            // Refused while being purged, or created afresh once the old one was gone.
+            assert!(
+                answer.status == 409 || answer.body["properties"]["location"] != location.as_str(),
+                "round {round}: {answer:?}"
+            );
+            assert!(c.files_under(&location).await.is_empty());
+        }
+    }
+    eprintln!("{restores} restores and {purges} purges won");
 }
