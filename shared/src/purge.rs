@@ -4,7 +4,7 @@
 //! handled in idempotent steps, so a run killed at any point leaves a state the next run
 //! finishes from:
 //!
-//! 1. Re-read the row: it may have been restored meanwhile.
+//! 1. Re-read the row: it may have been restored, or be waiting out a retry backoff.
 //! 2. Fence it: write `purging` conditioned on the version just read. The write moves the
 //!    version, so a restore that read the row earlier fails its own conditional write, and a
 //!    restore that reads it later sees `purging` and answers 409. A restore that landed first
@@ -13,14 +13,25 @@
 //! 3. Delete everything under its storage prefix in bounded batches.
 //! 4. Remove the row (conditioned on the fenced version) with its name and prefix claims in one
 //!    write. Only a removal that landed counts the namespace as purged.
+//!
+//! A namespace that fails (its bucket configuration is gone, its storage errors) does not stop
+//! the run: the failure is logged, counted on the row (`purge_attempts`, `purge_last_error`) and
+//! the run goes on with the next candidate. So that a namespace that keeps failing cannot starve
+//! those behind it (candidates are taken oldest first, `max_namespaces` at a time), the same
+//! write moves its index entry behind every namespace due now: it is due again after a backoff
+//! that doubles with each failed attempt, from [`RETRY_BACKOFF`] up to [`RETRY_BACKOFF_MAX`].
+//! The index orders by deletion time, and a namespace is due once `now - recovery` reaches it;
+//! a failed namespace is therefore re-keyed at `now - recovery + backoff` (`purge_index_ms`).
+//! Failures count towards `max_namespaces`, which bounds the work of one run, not its successes:
+//! a run stays inside its time limit however many namespaces fail.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::catalog::Catalog;
-use crate::error::{CatalogError, Result};
-use crate::objects::ObjectStore;
+use crate::error::CatalogError;
+use crate::objects::{ObjectError, ObjectStore};
 use crate::store::rows::{self, BucketRow, NameClaimRow, NameHolder, NamespaceRow, keys};
 use crate::store::{Condition, Key, StoreError, Write};
 
@@ -30,11 +41,22 @@ pub const RECOVERY_PERIOD: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// Objects deleted per storage request.
 pub const DELETE_BATCH: usize = 1000;
 
+/// How long a namespace whose purge failed waits before its next attempt (doubled per failure).
+pub const RETRY_BACKOFF: Duration = Duration::from_secs(60 * 60);
+
+/// The longest wait between two attempts on a failing namespace.
+pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Longest failure message kept on a row.
+const ERROR_MAX_CHARS: usize = 300;
+
 /// What one purge run did.
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
 pub struct PurgeReport {
     /// Namespaces whose rows this run removed, as `org/name`.
     pub purged: Vec<String>,
+    /// Namespaces this run failed to purge, as `org/name`; retried after a backoff.
+    pub failed: Vec<String>,
     pub objects_deleted: u64,
     /// Index entries that no longer named an expired, soft-deleted namespace, or whose namespace
     /// changed while this run handled it.
@@ -47,6 +69,38 @@ enum Outcome {
     Skipped,
 }
 
+/// Why one namespace could not be purged: a short message for its row and the log. Built from
+/// the catalog's own error texts (locations, bucket nicknames, error codes), never from a bucket
+/// configuration's credentials.
+struct Failure(String);
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure(format!("catalog store: {e}"))
+    }
+}
+
+impl From<ObjectError> for Failure {
+    fn from(e: ObjectError) -> Self {
+        Failure(format!("storage: {e}"))
+    }
+}
+
+impl From<CatalogError> for Failure {
+    fn from(e: CatalogError) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+impl Failure {
+    fn message(self) -> String {
+        match self.0.char_indices().nth(ERROR_MAX_CHARS) {
+            Some((cut, _)) => format!("{}…", &self.0[..cut]),
+            None => self.0,
+        }
+    }
+}
+
 /// Where the purge index orders a soft-deleted namespace (see the module documentation).
 fn index_ms(ns: &NamespaceRow) -> Option<u64> {
     ns.purge_index_ms.or(ns.deleted_ms)
@@ -56,24 +110,39 @@ fn index_key(ns: &NamespaceRow) -> Option<Key> {
     index_ms(ns).map(|ms| keys::deleted_namespace(ms, &ns.org, &ns.name))
 }
 
-/// `org/name` of a namespace row key.
-fn label(key: &Key) -> String {
+/// The wait before the next attempt on a namespace that has failed `attempts` times.
+fn backoff(attempts: u32) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(16);
+    RETRY_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(RETRY_BACKOFF_MAX)
+}
+
+/// The org and name of a namespace row key.
+fn org_and_name(key: &Key) -> (&str, &str) {
     let org = key.pk.strip_prefix("ORG#").unwrap_or(&key.pk);
     let name = key
         .sk
         .strip_prefix(keys::NAMESPACE_PREFIX)
         .unwrap_or(&key.sk);
+    (org, name)
+}
+
+/// `org/name` of a namespace row key, as reports name namespaces.
+fn label(key: &Key) -> String {
+    let (org, name) = org_and_name(key);
     format!("{org}/{name}")
 }
 
 impl Catalog {
-    /// Purges at most `max_namespaces` namespaces deleted before `now_ms - recovery`.
+    /// Attempts at most `max_namespaces` namespaces deleted before `now_ms - recovery` (or due
+    /// again after a failed attempt). Fails only when the candidates cannot be listed.
     pub async fn purge_expired(
         &self,
         now_ms: u64,
         recovery: Duration,
         max_namespaces: usize,
-    ) -> Result<PurgeReport> {
+    ) -> crate::error::Result<PurgeReport> {
         let cutoff = now_ms.saturating_sub(recovery.as_millis() as u64);
         // Everything due at or before the cutoff sorts at or below "<cutoff>~".
         let upto = format!("{}~", keys::deleted_sort_key(cutoff));
@@ -86,19 +155,29 @@ impl Catalog {
             let mut deleted = 0;
             let outcome = self.purge_namespace(&key, cutoff, &mut deleted).await;
             report.objects_deleted += deleted;
-            match outcome? {
-                Outcome::Purged => {
-                    tracing::info!(namespace = %label(&key), objects = deleted, "purged namespace");
+            match outcome {
+                Ok(Outcome::Purged) => {
+                    let (org, namespace) = org_and_name(&key);
+                    tracing::info!(org, namespace, objects = deleted, "purged namespace");
                     report.purged.push(label(&key));
                 }
-                Outcome::Skipped => report.skipped += 1,
+                Ok(Outcome::Skipped) => report.skipped += 1,
+                Err(failure) => {
+                    self.record_failure(&key, cutoff, failure.message()).await;
+                    report.failed.push(label(&key));
+                }
             }
         }
         Ok(report)
     }
 
     /// Fences, empties and removes one namespace; `deleted` counts the objects deleted so far.
-    async fn purge_namespace(&self, key: &Key, cutoff: u64, deleted: &mut u64) -> Result<Outcome> {
+    async fn purge_namespace(
+        &self,
+        key: &Key,
+        cutoff: u64,
+        deleted: &mut u64,
+    ) -> Result<Outcome, Failure> {
         let Some(ns) = rows::get::<NamespaceRow>(&*self.store, key).await? else {
             return Ok(Outcome::Skipped);
         };
@@ -109,10 +188,7 @@ impl Catalog {
             rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.row.org, &ns.row.bucket))
                 .await?
                 .ok_or_else(|| {
-                    CatalogError::Internal(format!(
-                        "bucket configuration '{}' is gone",
-                        ns.row.bucket
-                    ))
+                    Failure(format!("bucket configuration '{}' is gone", ns.row.bucket))
                 })?
                 .row;
         let objects = self.objects_for(&bucket).await?;
@@ -184,6 +260,45 @@ impl Catalog {
             Err(e) => Err(e),
         }
     }
+
+    /// Counts a failed attempt on the namespace's row and moves its index entry to when it is
+    /// due again. Best effort: when this write fails too, the next run simply retries sooner.
+    async fn record_failure(&self, key: &Key, cutoff: u64, error: String) {
+        let (org, namespace) = org_and_name(key);
+        let current = match rows::get::<NamespaceRow>(&*self.store, key).await {
+            Ok(Some(ns)) if ns.row.deleted_ms.is_some() => ns,
+            Ok(_) => {
+                tracing::warn!(org, namespace, %error, "purge of namespace failed; it is gone or restored since");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(org, namespace, %error, store_error = %e, "purge of namespace failed and could not be recorded");
+                return;
+            }
+        };
+        let mut row = current.row;
+        row.purge_attempts = row.purge_attempts.saturating_add(1);
+        let retry = backoff(row.purge_attempts);
+        row.purge_index_ms = Some(cutoff.saturating_add(retry.as_millis() as u64));
+        row.purge_last_error = Some(error.clone());
+        tracing::warn!(
+            org,
+            namespace,
+            attempts = row.purge_attempts,
+            retry_in_secs = retry.as_secs(),
+            %error,
+            "purge of namespace failed; going on with the next"
+        );
+        let write = rows::put_indexed(
+            key.clone(),
+            &row,
+            Condition::VersionIs(current.version),
+            index_key(&row),
+        );
+        if let Err(e) = self.store.write(vec![write]).await {
+            tracing::error!(org, namespace, store_error = %e, "could not record the failed purge attempt");
+        }
+    }
 }
 
 /// Deletes every object under the namespace's storage root, a batch at a time.
@@ -191,7 +306,7 @@ async fn empty_prefix(
     objects: &dyn ObjectStore,
     ns: &NamespaceRow,
     deleted: &mut u64,
-) -> Result<()> {
+) -> Result<(), Failure> {
     let prefix = format!("{}/", ns.location.trim_end_matches('/'));
     loop {
         let batch = objects.list(&prefix, DELETE_BATCH).await?;
@@ -200,5 +315,23 @@ async fn empty_prefix(
         }
         objects.delete(&batch).await?;
         *deleted += batch.len() as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_maximum() {
+        let hours = |n| backoff(n).as_secs() / 3600;
+        assert_eq!([1, 2, 3, 4, 5, 6, 100].map(hours), [1, 2, 4, 8, 16, 24, 24]);
+    }
+
+    #[test]
+    fn failure_messages_are_kept_short() {
+        let long = Failure("x".repeat(1000)).message();
+        assert_eq!(long.chars().count(), ERROR_MAX_CHARS + 1);
+        assert_eq!(Failure("short".into()).message(), "short");
     }
 }

@@ -1,8 +1,9 @@
 use std::sync::atomic::Ordering;
 
+use floe::bootstrap;
 use floe::purge::RECOVERY_PERIOD;
-use floe::store::rows::{self, NamespaceRow, keys};
-use floe::store::{Key, Write};
+use floe::store::rows::{self, BucketAuth, BucketRow, NamespaceRow, keys};
+use floe::store::{Condition, Key, Write};
 use floe_tests::*;
 use serde_json::json;
 
@@ -282,6 +283,212 @@ async fn restoring_a_namespace_being_purged_is_409() {
     let report = purge.await.unwrap().unwrap();
     assert_eq!(report.purged, vec![format!("{ORG}/going")]);
     assert!(c.files_under(&location).await.is_empty());
+}
+
+/// A namespace on its own bucket configuration, with files, then dropped; returns its location.
+async fn dropped_namespace_on(c: &TestCatalog, name: &str, bucket: &str) -> String {
+    c.add_bucket(bucket, BucketAuth::Server).await;
+    let ns = c
+        .post(
+            &format!("/v1/{ORG}/namespaces"),
+            json!({"namespace": [name], "properties": {"arraylake.bucket": bucket}}),
+        )
+        .await
+        .assert_ok(200)
+        .clone();
+    c.create_table(name, "t").await;
+    assert_eq!(
+        c.delete(&format!("/v1/{ORG}/namespaces/{name}/tables/t"))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    assert_eq!(
+        c.delete(&format!("/v1/{ORG}/namespaces/{name}"))
+            .await
+            .status
+            .as_u16(),
+        204
+    );
+    ns["properties"]["location"].as_str().unwrap().to_owned()
+}
+
+/// Points a bucket configuration at another directory or S3 bucket, so that the storage of its
+/// namespaces is out of its reach (listing them fails); returns the previous configuration.
+async fn move_bucket_root(c: &TestCatalog, nickname: &str) -> BucketRow {
+    let bucket = rows::get::<BucketRow>(&*c.store, &keys::bucket(ORG, nickname))
+        .await
+        .unwrap()
+        .unwrap()
+        .row;
+    let root = match bucket.root.strip_prefix("s3://") {
+        Some(path) => {
+            let (name, rest) = path.split_once('/').unwrap_or((path, ""));
+            format!("s3://{name}-moved/{rest}")
+        }
+        None => format!("{}-moved", bucket.root),
+    };
+    let moved = BucketRow {
+        root,
+        ..bucket.clone()
+    };
+    bootstrap::put_bucket(&*c.store, ORG, &moved).await.unwrap();
+    bucket
+}
+
+async fn remove_bucket(c: &TestCatalog, nickname: &str) {
+    c.store
+        .write(vec![Write::Delete {
+            key: keys::bucket(ORG, nickname),
+            condition: Condition::Exists,
+        }])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_namespace_whose_storage_fails_does_not_stop_the_run() {
+    let c = TestCatalog::new().await;
+    // The oldest two fail: one's storage is out of reach, the other's bucket configuration gone.
+    let broken = dropped_namespace_on(&c, "broken", "flaky").await;
+    dropped_namespace_on(&c, "orphan", "gone").await;
+    let fine = dropped_namespace_with_files(&c, "fine").await;
+    move_bucket_root(&c, "flaky").await;
+    remove_bucket(&c, "gone").await;
+    let broken_files = c.files_under(&broken).await;
+
+    let report = c
+        .catalog
+        .purge_expired(later(), RECOVERY_PERIOD, 100)
+        .await
+        .unwrap();
+    assert_eq!(report.purged, vec![format!("{ORG}/fine")]);
+    assert_eq!(
+        report.failed,
+        vec![format!("{ORG}/broken"), format!("{ORG}/orphan")]
+    );
+    assert!(c.files_under(&fine).await.is_empty());
+    assert_eq!(c.files_under(&broken).await, broken_files);
+
+    let row = namespace_row(&c, "broken").await.unwrap();
+    assert_eq!(row.purge_attempts, 1);
+    let error = row.purge_last_error.unwrap();
+    assert!(error.contains("outside this store"), "{error}");
+    let row = namespace_row(&c, "orphan").await.unwrap();
+    assert_eq!(row.purge_attempts, 1);
+    assert_eq!(
+        row.purge_last_error.as_deref(),
+        Some("bucket configuration 'gone' is gone")
+    );
+    // The missing configuration was found before any file was touched: not fenced.
+    assert_eq!(row.purging, None);
+}
+
+#[tokio::test]
+async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
+    let c = TestCatalog::new().await;
+    let broken = dropped_namespace_on(&c, "broken", "flaky").await;
+    let fine = dropped_namespace_with_files(&c, "fine").await;
+    let bucket = move_bucket_root(&c, "flaky").await;
+    let at = later();
+    let hour = 60 * 60 * 1000;
+
+    // One namespace per run: the failing one comes first, then waits out its backoff.
+    let first = c
+        .catalog
+        .purge_expired(at, RECOVERY_PERIOD, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.purged, first.failed),
+        (vec![], vec![format!("{ORG}/broken")])
+    );
+    let second = c
+        .catalog
+        .purge_expired(at, RECOVERY_PERIOD, 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        (second.purged, second.failed),
+        (vec![format!("{ORG}/fine")], vec![])
+    );
+    assert!(c.files_under(&fine).await.is_empty());
+    let waiting = c
+        .catalog
+        .purge_expired(at + hour / 2, RECOVERY_PERIOD, 1)
+        .await
+        .unwrap();
+    assert_eq!(waiting, Default::default());
+
+    // After the backoff it is retried; the next wait is longer.
+    let third = c
+        .catalog
+        .purge_expired(at + hour, RECOVERY_PERIOD, 1)
+        .await
+        .unwrap();
+    assert_eq!(third.failed, vec![format!("{ORG}/broken")]);
+    assert_eq!(namespace_row(&c, "broken").await.unwrap().purge_attempts, 2);
+    let waiting = c
+        .catalog
+        .purge_expired(at + 2 * hour, RECOVERY_PERIOD, 1)
+        .await
+        .unwrap();
+    assert_eq!(waiting, Default::default());
+    // A fenced namespace cannot be restored, even while it waits.
+    let answer = c
+        .post(
+            &format!("/v1/{ORG}/namespaces"),
+            json!({"namespace": ["broken"], "properties": {"arraylake.bucket": "flaky"}}),
+        )
+        .await;
+    answer.assert_error(409, "AlreadyExistsException");
+
+    // Once its storage is reachable again, it is purged like any other.
+    bootstrap::put_bucket(&*c.store, ORG, &bucket)
+        .await
+        .unwrap();
+    let fixed = c
+        .catalog
+        .purge_expired(at + 3 * hour, RECOVERY_PERIOD, 1)
+        .await
+        .unwrap();
+    assert_eq!(fixed.purged, vec![format!("{ORG}/broken")]);
+    assert!(c.files_under(&broken).await.is_empty());
+    assert!(namespace_row(&c, "broken").await.is_none());
+}
+
+#[tokio::test]
+async fn a_namespace_counts_as_purged_only_once_its_row_is_gone() {
+    let (c, armed) =
+        TestCatalog::with_fault(Target::Write(namespace_removals), Fault::UnknownOutcome).await;
+    let location = dropped_namespace_with_files(&c, "unsure").await;
+    armed.store(true, Ordering::SeqCst);
+    let at = later();
+    // The removal's outcome is unknown (and it did not land): the files are gone, the row not.
+    let report = c
+        .catalog
+        .purge_expired(at, RECOVERY_PERIOD, 100)
+        .await
+        .unwrap();
+    assert!(report.purged.is_empty(), "{report:?}");
+    assert_eq!(report.failed, vec![format!("{ORG}/unsure")]);
+    assert!(c.files_under(&location).await.is_empty());
+    let row = namespace_row(&c, "unsure").await.unwrap();
+    assert!(row.purging.is_some());
+    assert_eq!(row.purge_attempts, 1);
+    assert!(row.purge_last_error.unwrap().contains("outcome unknown"));
+
+    // The next attempt removes it, and only that run reports it.
+    armed.store(false, Ordering::SeqCst);
+    let hour = 60 * 60 * 1000;
+    let report = c
+        .catalog
+        .purge_expired(at + hour, RECOVERY_PERIOD, 100)
+        .await
+        .unwrap();
+    assert_eq!(report.purged, vec![format!("{ORG}/unsure")]);
+    assert!(namespace_row(&c, "unsure").await.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
