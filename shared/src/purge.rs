@@ -1,45 +1,153 @@
 //! The purge: empties and removes soft-deleted namespaces whose recovery period has passed.
 //!
-//! Each namespace is handled in three idempotent steps: re-read it (it may have been restored),
-//! delete everything under its storage prefix in bounded batches, then remove its row and its
-//! name and prefix claims in one conditional write. A run killed at any point leaves a state the
-//! next run finishes from.
+//! Candidates come from the sparse index of soft-deleted namespaces, oldest first. Each one is
+//! handled in idempotent steps, so a run killed at any point leaves a state the next run
+//! finishes from:
+//!
+//! 1. Re-read the row: it may have been restored, or be waiting out a retry backoff.
+//! 2. Fence it: write `purging` conditioned on the version just read. The write moves the
+//!    version, so a restore that read the row earlier fails its own conditional write, and a
+//!    restore that reads it later sees `purging` and answers 409. A restore that landed first
+//!    makes the fence fail instead, and the namespace is left alone. Nothing touches storage
+//!    before the fence holds; a namespace already fenced by an earlier run is not fenced again.
+//! 3. Delete everything under its storage prefix in bounded batches.
+//! 4. Remove the row (conditioned on the fenced version) with its name and prefix claims in one
+//!    write. Only a removal that landed counts the namespace as purged.
+//!
+//! A namespace that fails (its bucket configuration is gone, its storage errors) does not stop
+//! the run: the failure is logged, counted on the row (`purge_attempts`, `purge_last_error`) and
+//! the run goes on with the next candidate. So that a namespace that keeps failing cannot starve
+//! those behind it (candidates are taken oldest first, `max_namespaces` at a time), the same
+//! write moves its index entry behind every namespace due now: it is due again after a backoff
+//! that doubles with each failed attempt, from [`RETRY_BACKOFF`] up to [`RETRY_BACKOFF_MAX`].
+//! The index orders by deletion time, and a namespace is due once `now - recovery` reaches it;
+//! a failed namespace is therefore re-keyed at `now - recovery + backoff` (`purge_index_ms`).
+//! Failures count towards `max_namespaces`, which bounds the work of one run, not its successes:
+//! a run stays inside its time limit however many namespaces fail.
 
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::catalog::Catalog;
-use crate::error::{CatalogError, Result};
+use crate::error::CatalogError;
+use crate::objects::{ObjectError, ObjectStore};
 use crate::store::rows::{self, BucketRow, NameClaimRow, NameHolder, NamespaceRow, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Key, StoreError, Write};
 
 /// How long a dropped namespace stays recoverable.
 pub const RECOVERY_PERIOD: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
+/// Directory claims removed per store write (a DynamoDB transaction holds at most 100 items).
+const CLAIMS_PER_WRITE: usize = 100;
+
 /// Objects deleted per storage request.
 pub const DELETE_BATCH: usize = 1000;
+
+/// How long a namespace whose purge failed waits before its next attempt (doubled per failure).
+pub const RETRY_BACKOFF: Duration = Duration::from_secs(60 * 60);
+
+/// The longest wait between two attempts on a failing namespace.
+pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Longest failure message kept on a row.
+const ERROR_MAX_CHARS: usize = 300;
 
 /// What one purge run did.
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
 pub struct PurgeReport {
-    /// Namespaces removed, as `org/name`.
+    /// Namespaces whose rows this run removed, as `org/name`.
     pub purged: Vec<String>,
+    /// Namespaces this run failed to purge, as `org/name`; retried after a backoff.
+    pub failed: Vec<String>,
     pub objects_deleted: u64,
-    /// Index entries that no longer named an expired, soft-deleted namespace.
+    /// Index entries that no longer named an expired, soft-deleted namespace, or whose namespace
+    /// changed while this run handled it.
     pub skipped: u64,
 }
 
+/// How one candidate ended, short of a failure.
+enum Outcome {
+    Purged,
+    Skipped,
+}
+
+/// Why one namespace could not be purged: a short message for its row and the log. Built from
+/// the catalog's own error texts (locations, bucket nicknames, error codes), never from a bucket
+/// configuration's credentials.
+struct Failure(String);
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure(format!("catalog store: {e}"))
+    }
+}
+
+impl From<ObjectError> for Failure {
+    fn from(e: ObjectError) -> Self {
+        Failure(format!("storage: {e}"))
+    }
+}
+
+impl From<CatalogError> for Failure {
+    fn from(e: CatalogError) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+impl Failure {
+    fn message(self) -> String {
+        match self.0.char_indices().nth(ERROR_MAX_CHARS) {
+            Some((cut, _)) => format!("{}…", &self.0[..cut]),
+            None => self.0,
+        }
+    }
+}
+
+/// Where the purge index orders a soft-deleted namespace (see the module documentation).
+fn index_ms(ns: &NamespaceRow) -> Option<u64> {
+    ns.purge_index_ms.or(ns.deleted_ms)
+}
+
+fn index_key(ns: &NamespaceRow) -> Option<Key> {
+    index_ms(ns).map(|ms| keys::deleted_namespace(ms, &ns.org, &ns.name))
+}
+
+/// The wait before the next attempt on a namespace that has failed `attempts` times.
+fn backoff(attempts: u32) -> Duration {
+    let doublings = attempts.saturating_sub(1).min(16);
+    RETRY_BACKOFF
+        .saturating_mul(1 << doublings)
+        .min(RETRY_BACKOFF_MAX)
+}
+
+/// The org and name of a namespace row key.
+fn org_and_name(key: &Key) -> (&str, &str) {
+    let org = key.pk.strip_prefix("ORG#").unwrap_or(&key.pk);
+    let name = key
+        .sk
+        .strip_prefix(keys::NAMESPACE_PREFIX)
+        .unwrap_or(&key.sk);
+    (org, name)
+}
+
+/// `org/name` of a namespace row key, as reports name namespaces.
+fn label(key: &Key) -> String {
+    let (org, name) = org_and_name(key);
+    format!("{org}/{name}")
+}
+
 impl Catalog {
-    /// Purges at most `max_namespaces` namespaces deleted before `now_ms - recovery`.
+    /// Attempts at most `max_namespaces` namespaces deleted before `now_ms - recovery` (or due
+    /// again after a failed attempt). Fails only when the candidates cannot be listed.
     pub async fn purge_expired(
         &self,
         now_ms: u64,
         recovery: Duration,
         max_namespaces: usize,
-    ) -> Result<PurgeReport> {
+    ) -> crate::error::Result<PurgeReport> {
         let cutoff = now_ms.saturating_sub(recovery.as_millis() as u64);
-        // Everything deleted at or before the cutoff sorts at or below "<cutoff>~".
+        // Everything due at or before the cutoff sorts at or below "<cutoff>~".
         let upto = format!("{}~", keys::deleted_sort_key(cutoff));
         let candidates = self
             .store
@@ -47,57 +155,111 @@ impl Catalog {
             .await?;
         let mut report = PurgeReport::default();
         for key in candidates {
-            let Some(ns) = rows::get::<NamespaceRow>(&*self.store, &key).await? else {
-                report.skipped += 1;
-                continue;
-            };
-            if ns.row.deleted_ms.is_none_or(|d| d > cutoff) {
-                report.skipped += 1;
-                continue;
-            }
-            let bucket =
-                rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.row.org, &ns.row.bucket))
-                    .await?
-                    .ok_or_else(|| {
-                        CatalogError::Internal(format!(
-                            "bucket configuration '{}' is gone",
-                            ns.row.bucket
-                        ))
-                    })?
-                    .row;
-            let deleted = self.empty_prefix(&ns.row, &bucket).await?;
+            let mut deleted = 0;
+            let outcome = self.purge_namespace(&key, cutoff, &mut deleted).await;
             report.objects_deleted += deleted;
-            self.remove_namespace(&ns.row, ns.version, &bucket).await?;
-            tracing::info!(org = %ns.row.org, namespace = %ns.row.name, objects = deleted, "purged namespace");
-            report
-                .purged
-                .push(format!("{}/{}", ns.row.org, ns.row.name));
+            match outcome {
+                Ok(Outcome::Purged) => {
+                    let (org, namespace) = org_and_name(&key);
+                    tracing::info!(org, namespace, objects = deleted, "purged namespace");
+                    report.purged.push(label(&key));
+                }
+                Ok(Outcome::Skipped) => report.skipped += 1,
+                Err(failure) => {
+                    self.record_failure(&key, cutoff, failure.message()).await;
+                    report.failed.push(label(&key));
+                }
+            }
         }
         Ok(report)
     }
 
-    /// Deletes every object under the namespace's storage root, a batch at a time.
-    async fn empty_prefix(&self, ns: &NamespaceRow, bucket: &BucketRow) -> Result<u64> {
-        let objects = self.objects_for(bucket).await?;
-        let prefix = format!("{}/", ns.location.trim_end_matches('/'));
-        let mut deleted = 0;
-        loop {
-            let batch = objects.list(&prefix, DELETE_BATCH).await?;
-            if batch.is_empty() {
-                return Ok(deleted);
+    /// Fences, empties and removes one namespace; `deleted` counts the objects deleted so far.
+    async fn purge_namespace(
+        &self,
+        key: &Key,
+        cutoff: u64,
+        deleted: &mut u64,
+    ) -> Result<Outcome, Failure> {
+        let Some(ns) = rows::get::<NamespaceRow>(&*self.store, key).await? else {
+            return Ok(Outcome::Skipped);
+        };
+        if ns.row.deleted_ms.is_none() || index_ms(&ns.row).is_none_or(|due| due > cutoff) {
+            return Ok(Outcome::Skipped);
+        }
+        let bucket =
+            rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.row.org, &ns.row.bucket))
+                .await?
+                .ok_or_else(|| {
+                    Failure(format!("bucket configuration '{}' is gone", ns.row.bucket))
+                })?
+                .row;
+        let objects = self.objects_for(&bucket).await?;
+        let version = match ns.row.purging {
+            // Fenced by an earlier run that did not finish.
+            Some(_) => ns.version,
+            None => {
+                let mut fenced = ns.row.clone();
+                fenced.purging = Some(self.clock.now_ms());
+                let write = rows::put_indexed(
+                    key.clone(),
+                    &fenced,
+                    Condition::VersionIs(ns.version),
+                    index_key(&fenced),
+                );
+                match self.store.write(vec![write]).await {
+                    Ok(()) => ns.version + 1,
+                    // Restored (or handled by a concurrent run) since it was read.
+                    Err(StoreError::ConditionFailed { .. }) => return Ok(Outcome::Skipped),
+                    Err(e) => return Err(e.into()),
+                }
             }
-            objects.delete(&batch).await?;
-            deleted += batch.len() as u64;
+        };
+        empty_prefix(&*objects, &ns.row, deleted).await?;
+        self.remove_directory_claims(&ns.row).await?;
+        if self.remove_namespace(&ns.row, version, &bucket).await? {
+            Ok(Outcome::Purged)
+        } else {
+            tracing::warn!(
+                org = %ns.row.org,
+                namespace = %ns.row.name,
+                "namespace changed after it was fenced; left for the next run"
+            );
+            Ok(Outcome::Skipped)
         }
     }
 
-    /// Removes the row and its claims, unless the namespace changed (was restored) meanwhile.
+    /// Removes the claims of the directories the namespace's tables ever had, a batch at a time.
+    /// The namespace is fenced and holds no tables, so no claim can appear meanwhile.
+    async fn remove_directory_claims(&self, ns: &NamespaceRow) -> Result<(), StoreError> {
+        let pk = keys::namespace_partition(&ns.id);
+        loop {
+            let claims = self
+                .store
+                .query(&pk, keys::DIRECTORY_PREFIX, None, CLAIMS_PER_WRITE)
+                .await?;
+            if claims.is_empty() {
+                return Ok(());
+            }
+            let deletes = claims
+                .into_iter()
+                .map(|item| Write::Delete {
+                    key: item.key,
+                    condition: Condition::Always,
+                })
+                .collect();
+            self.store.write(deletes).await?;
+        }
+    }
+
+    /// Removes the row and its claims, unless the row moved past `version`. True when the
+    /// removal landed.
     async fn remove_namespace(
         &self,
         ns: &NamespaceRow,
         version: u64,
         bucket: &BucketRow,
-    ) -> Result<()> {
+    ) -> Result<bool, StoreError> {
         let mut writes = vec![Write::Delete {
             key: keys::namespace(&ns.org, &ns.name),
             condition: Condition::VersionIs(version),
@@ -120,10 +282,83 @@ impl Catalog {
             });
         }
         match self.store.write(writes).await {
-            Ok(()) => Ok(()),
-            // Restored or purged by a concurrent run: nothing to remove any more.
-            Err(StoreError::ConditionFailed { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
+            Ok(()) => Ok(true),
+            Err(StoreError::ConditionFailed { .. }) => Ok(false),
+            Err(e) => Err(e),
         }
+    }
+
+    /// Counts a failed attempt on the namespace's row and moves its index entry to when it is
+    /// due again. Best effort: when this write fails too, the next run simply retries sooner.
+    async fn record_failure(&self, key: &Key, cutoff: u64, error: String) {
+        let (org, namespace) = org_and_name(key);
+        let current = match rows::get::<NamespaceRow>(&*self.store, key).await {
+            Ok(Some(ns)) if ns.row.deleted_ms.is_some() => ns,
+            Ok(_) => {
+                tracing::warn!(org, namespace, %error, "purge of namespace failed; it is gone or restored since");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(org, namespace, %error, store_error = %e, "purge of namespace failed and could not be recorded");
+                return;
+            }
+        };
+        let mut row = current.row;
+        row.purge_attempts = row.purge_attempts.saturating_add(1);
+        let retry = backoff(row.purge_attempts);
+        row.purge_index_ms = Some(cutoff.saturating_add(retry.as_millis() as u64));
+        row.purge_last_error = Some(error.clone());
+        tracing::warn!(
+            org,
+            namespace,
+            attempts = row.purge_attempts,
+            retry_in_secs = retry.as_secs(),
+            %error,
+            "purge of namespace failed; going on with the next"
+        );
+        let write = rows::put_indexed(
+            key.clone(),
+            &row,
+            Condition::VersionIs(current.version),
+            index_key(&row),
+        );
+        if let Err(e) = self.store.write(vec![write]).await {
+            tracing::error!(org, namespace, store_error = %e, "could not record the failed purge attempt");
+        }
+    }
+}
+
+/// Deletes every object under the namespace's storage root, a batch at a time.
+async fn empty_prefix(
+    objects: &dyn ObjectStore,
+    ns: &NamespaceRow,
+    deleted: &mut u64,
+) -> Result<(), Failure> {
+    let prefix = format!("{}/", ns.location.trim_end_matches('/'));
+    loop {
+        let batch = objects.list(&prefix, DELETE_BATCH).await?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        objects.delete(&batch).await?;
+        *deleted += batch.len() as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_maximum() {
+        let hours = |n| backoff(n).as_secs() / 3600;
+        assert_eq!([1, 2, 3, 4, 5, 6, 100].map(hours), [1, 2, 4, 8, 16, 24, 24]);
+    }
+
+    #[test]
+    fn failure_messages_are_kept_short() {
+        let long = Failure("x".repeat(1000)).message();
+        assert_eq!(long.chars().count(), ERROR_MAX_CHARS + 1);
+        assert_eq!(Failure("short".into()).message(), "short");
     }
 }

@@ -1,8 +1,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
-use floe::store::{Item, Key, MetaStore, StoreError, Write};
+use floe::store::Write;
 use floe_tests::*;
 use serde_json::json;
 
@@ -226,56 +225,16 @@ async fn schema_evolution_commit() {
     assert_eq!(metadata["last-column-id"], 3);
 }
 
-/// A store whose single-item writes to table rows (pointer swaps) are not applied and end with
-/// an unknown outcome (a timeout after sending) while armed.
-struct SwapFaultStore {
-    inner: Arc<dyn MetaStore>,
-    armed: Arc<AtomicBool>,
-}
-
-#[async_trait]
-impl MetaStore for SwapFaultStore {
-    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn query(
-        &self,
-        pk: &str,
-        sk: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        self.inner.query(pk, sk, after, limit).await
-    }
-    async fn query_index(
-        &self,
-        pk: &str,
-        upto: &str,
-        limit: usize,
-    ) -> Result<Vec<Key>, StoreError> {
-        self.inner.query_index(pk, upto, limit).await
-    }
-    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        let is_swap = writes.len() == 1 && writes[0].key().sk.starts_with("TABLE#");
-        if !(is_swap && self.armed.load(Ordering::SeqCst)) {
-            return self.inner.write(writes).await;
-        }
-        Err(StoreError::Unknown("timed out after sending".into()))
-    }
-}
-
-/// A catalog whose pointer swaps end unknown once the returned flag is set.
-async fn with_swap_fault() -> (TestCatalog, Arc<AtomicBool>) {
-    let armed = Arc::new(AtomicBool::new(false));
-    let flag = armed.clone();
-    let c =
-        TestCatalog::with_store(move |inner| Arc::new(SwapFaultStore { inner, armed: flag })).await;
-    (c, armed)
+/// A catalog whose pointer swaps (single-item writes to table rows) misreport with `fault`
+/// once the returned flag is set.
+async fn with_swap_fault(fault: Fault) -> (TestCatalog, Arc<AtomicBool>) {
+    let swap = |w: &[Write]| w.len() == 1 && w[0].key().sk.starts_with("TABLE#");
+    TestCatalog::with_fault(Target::Write(swap), fault).await
 }
 
 #[tokio::test]
 async fn an_unknown_swap_outcome_is_5xx_commit_state_unknown_and_keeps_the_file() {
-    let (c, armed) = with_swap_fault().await;
+    let (c, armed) = with_swap_fault(Fault::UnknownOutcome).await;
     c.create_namespace("unk").await;
     let created = c.create_table("unk", "t").await;
     armed.store(true, Ordering::SeqCst);

@@ -4,11 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
-use floe::store::{Item, Key, MetaStore, StoreError, Write};
+use floe::store::Write;
 use floe_tests::*;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 
 fn table(ns: &str, name: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}/tables/{name}")
@@ -18,79 +16,22 @@ fn tables(ns: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}/tables")
 }
 
-/// Holds the next pointer swap (a single write to a table row) while a test acts, then lets it
-/// go on. With `land_first`, the swap is applied before the pause and then reported as an
-/// unknown outcome, as a timeout after sending would be.
-#[derive(Default)]
-struct Gate {
-    armed: AtomicBool,
-    land_first: AtomicBool,
-    paused: Notify,
-    resume: Notify,
+fn is_swap(writes: &[Write]) -> bool {
+    writes.len() == 1
+        && matches!(&writes[0], Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"))
 }
 
-impl Gate {
-    fn arm(&self) {
-        self.armed.store(true, Ordering::SeqCst);
-    }
-}
-
-struct GateStore {
-    inner: Arc<dyn MetaStore>,
-    gate: Arc<Gate>,
-}
-
-#[async_trait]
-impl MetaStore for GateStore {
-    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.inner.get(key).await
-    }
-    async fn query(
-        &self,
-        pk: &str,
-        sk: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        self.inner.query(pk, sk, after, limit).await
-    }
-    async fn query_index(
-        &self,
-        pk: &str,
-        upto: &str,
-        limit: usize,
-    ) -> Result<Vec<Key>, StoreError> {
-        self.inner.query_index(pk, upto, limit).await
-    }
-    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        let is_swap = writes.len() == 1
-            && matches!(&writes[0], Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"));
-        if !(is_swap && self.gate.armed.swap(false, Ordering::SeqCst)) {
-            return self.inner.write(writes).await;
-        }
-        if self.gate.land_first.load(Ordering::SeqCst) {
-            self.inner.write(writes).await?;
-            self.gate.paused.notify_one();
-            self.gate.resume.notified().await;
-            return Err(StoreError::Unknown("timed out after sending".into()));
-        }
-        self.gate.paused.notify_one();
-        self.gate.resume.notified().await;
-        self.inner.write(writes).await
-    }
-}
-
-async fn gated() -> (TestCatalog, Arc<Gate>) {
-    let gate = Arc::new(Gate::default());
-    let shared = gate.clone();
-    let c = TestCatalog::with_store(move |inner| {
-        Arc::new(GateStore {
-            inner,
-            gate: shared,
-        })
-    })
-    .await;
-    (c, gate)
+/// A catalog that, once armed, holds its next pointer swap while the test acts: before it is
+/// applied, or (`landed`) after it is applied, then reporting an unknown outcome.
+async fn pausing_swaps(landed: bool) -> (TestCatalog, Arc<Pause>, Arc<AtomicBool>) {
+    let pause = Pause::new();
+    let fault = if landed {
+        Fault::LandedThenUnknown(pause.clone())
+    } else {
+        Fault::Pause(pause.clone())
+    };
+    let (c, armed) = TestCatalog::with_fault(Target::Write(is_swap), fault).await;
+    (c, pause, armed)
 }
 
 fn snapshot_count(metadata: &Value) -> usize {
@@ -108,16 +49,16 @@ async fn metadata_files(c: &TestCatalog, answer: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_stale_commit_never_lands_on_a_dropped_and_recreated_table() {
-    let (c, gate) = gated().await;
+    let (c, pause, armed) = pausing_swaps(false).await;
     c.create_namespace("dr").await;
     let old = c.create_table("dr", "t").await;
-    gate.arm();
+    armed.store(true, Ordering::SeqCst);
     let stale = c.append_snapshot(ADMIN_TOKEN, "dr", "t", 1);
     let meanwhile = async {
-        gate.paused.notified().await;
+        pause.reached().await;
         assert_eq!(c.delete(&table("dr", "t")).await.status.as_u16(), 204);
         let new = c.create_table("dr", "t").await;
-        gate.resume.notify_one();
+        pause.resume();
         new
     };
     let (stale, new) = tokio::join!(stale, meanwhile);
@@ -132,13 +73,13 @@ async fn a_stale_commit_never_lands_on_a_dropped_and_recreated_table() {
 
 #[tokio::test]
 async fn a_stale_commit_never_lands_on_a_renamed_and_recreated_table() {
-    let (c, gate) = gated().await;
+    let (c, pause, armed) = pausing_swaps(false).await;
     c.create_namespace("rr").await;
     let old = c.create_table("rr", "t").await;
-    gate.arm();
+    armed.store(true, Ordering::SeqCst);
     let stale = c.append_snapshot(ADMIN_TOKEN, "rr", "t", 1);
     let meanwhile = async {
-        gate.paused.notified().await;
+        pause.reached().await;
         let rename = json!({
             "source": {"namespace": ["rr"], "name": "t"},
             "destination": {"namespace": ["rr"], "name": "moved"}
@@ -151,7 +92,7 @@ async fn a_stale_commit_never_lands_on_a_renamed_and_recreated_table() {
             204
         );
         let new = c.create_table("rr", "t").await;
-        gate.resume.notify_one();
+        pause.resume();
         new
     };
     let (stale, new) = tokio::join!(stale, meanwhile);
@@ -227,15 +168,15 @@ async fn writers_racing_drop_and_recreate_never_resurrect_the_old_table() {
 
 #[tokio::test]
 async fn a_lost_race_is_409_and_deletes_no_file() {
-    let (c, gate) = gated().await;
+    let (c, pause, armed) = pausing_swaps(false).await;
     c.create_namespace("lost").await;
     let created = c.create_table("lost", "t").await;
-    gate.arm();
+    armed.store(true, Ordering::SeqCst);
     let loser = c.append_snapshot(ADMIN_TOKEN, "lost", "t", 1);
     let winner = async {
-        gate.paused.notified().await;
+        pause.reached().await;
         let answer = c.append_snapshot(ADMIN_TOKEN, "lost", "t", 2).await;
-        gate.resume.notify_one();
+        pause.resume();
         answer
     };
     let (loser, winner) = tokio::join!(loser, winner);
@@ -248,18 +189,17 @@ async fn a_lost_race_is_409_and_deletes_no_file() {
 #[tokio::test]
 async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_the_log_is_shortened()
 {
-    let (c, gate) = gated().await;
+    let (c, pause, armed) = pausing_swaps(true).await;
     c.create_namespace("short").await;
     let created = c.create_table("short", "t").await;
     let shorten = json!({"requirements": [], "updates": [
         {"action": "set-properties", "updates": {"write.metadata.previous-versions-max": "1"}}
     ]});
     c.post(&table("short", "t"), shorten).await.assert_ok(200);
-    gate.land_first.store(true, Ordering::SeqCst);
-    gate.arm();
+    armed.store(true, Ordering::SeqCst);
     let landed = c.append_snapshot(ADMIN_TOKEN, "short", "t", 1);
     let meanwhile = async {
-        gate.paused.notified().await;
+        pause.reached().await;
         // Two more commits push the landed file out of the metadata log.
         c.append_snapshot(ADMIN_TOKEN, "short", "t", 2)
             .await
@@ -267,7 +207,7 @@ async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_the
         c.append_snapshot(ADMIN_TOKEN, "short", "t", 3)
             .await
             .assert_ok(200);
-        gate.resume.notify_one();
+        pause.resume();
     };
     let (landed, ()) = tokio::join!(landed, meanwhile);
     landed.assert_error(500, "CommitStateUnknownException");
@@ -284,20 +224,19 @@ async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_the
 
 #[tokio::test]
 async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_a_rename() {
-    let (c, gate) = gated().await;
+    let (c, pause, armed) = pausing_swaps(true).await;
     c.create_namespace("ren").await;
     let created = c.create_table("ren", "t").await;
-    gate.land_first.store(true, Ordering::SeqCst);
-    gate.arm();
+    armed.store(true, Ordering::SeqCst);
     let landed = c.append_snapshot(ADMIN_TOKEN, "ren", "t", 1);
     let meanwhile = async {
-        gate.paused.notified().await;
+        pause.reached().await;
         let rename = json!({
             "source": {"namespace": ["ren"], "name": "t"},
             "destination": {"namespace": ["ren"], "name": "u"}
         });
         let answer = c.post(&format!("/v1/{ORG}/tables/rename"), rename).await;
-        gate.resume.notify_one();
+        pause.resume();
         answer
     };
     let (landed, renamed) = tokio::join!(landed, meanwhile);

@@ -2,6 +2,7 @@
 //! full HTTP router, with principals of every org role.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use axum::Router;
 use bytes::Bytes;
@@ -20,7 +21,9 @@ use floe::vending::CredentialVendor;
 use floe::vending::NoVending;
 use floe::vending::sts::StsVendor;
 
+pub mod faults;
 pub mod moto;
+pub use faults::{Fault, FaultStore, Pause, Target};
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -150,6 +153,23 @@ impl TestCatalog {
     /// A catalog whose store is wrapped (to inject faults, say).
     pub async fn with_store(wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>) -> Self {
         Self::build(Backend::from_env(), wrap).await
+    }
+
+    /// A catalog whose store applies `fault` to the operations `target` matches once the
+    /// returned flag is set.
+    pub async fn with_fault(target: Target, fault: Fault) -> (Self, Arc<AtomicBool>) {
+        let armed = Arc::new(AtomicBool::new(false));
+        let flag = armed.clone();
+        let c = Self::with_store(move |inner| {
+            Arc::new(FaultStore {
+                inner,
+                armed: flag,
+                target,
+                fault,
+            })
+        })
+        .await;
+        (c, armed)
     }
 
     async fn build(

@@ -50,6 +50,7 @@ pub async fn purge(
         .await?;
     tracing::info!(
         purged = report.purged.len(),
+        failed = report.failed.len(),
         objects_deleted = report.objects_deleted,
         skipped = report.skipped,
         "purge run finished"

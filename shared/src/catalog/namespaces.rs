@@ -119,6 +119,10 @@ impl Catalog {
             table_count: 0,
             created_ms: now,
             deleted_ms: None,
+            purging: None,
+            purge_attempts: 0,
+            purge_last_error: None,
+            purge_index_ms: None,
         };
         let claim = NameClaimRow {
             name: name.clone(),
@@ -174,7 +178,13 @@ impl Catalog {
         else {
             return Err(already_exists(name));
         };
-        if old.row.deleted_ms.is_none() || old.row.name != name || old.row.bucket != nickname {
+        if old.row.deleted_ms.is_none() || old.row.name != name {
+            return Err(already_exists(name));
+        }
+        if old.row.purging.is_some() {
+            return Err(being_purged(name));
+        }
+        if old.row.bucket != nickname {
             return Err(already_exists(name));
         }
         let bucket = self.usable_bucket(org, &old.row.bucket).await?;
@@ -187,19 +197,26 @@ impl Catalog {
         default_location(&mut properties, &old.row.location)?;
         let mut row = old.row.clone();
         row.deleted_ms = None;
+        row.purge_attempts = 0;
+        row.purge_last_error = None;
+        row.purge_index_ms = None;
         row.properties = properties;
-        self.store
-            .write(vec![rows::put(
-                keys::namespace(org, name),
-                &row,
-                Condition::VersionIs(old.version),
-            )])
-            .await
-            .map_err(|e| match e {
-                StoreError::ConditionFailed { .. } => already_exists(name),
-                other => other.into(),
-            })?;
-        // The marker may have been removed by a purge that was interrupted: write it again.
+        // Conditioned on the version read: a purge that fenced the namespace since moved it.
+        let key = keys::namespace(org, name);
+        let write = rows::put(key.clone(), &row, Condition::VersionIs(old.version));
+        match self.store.write(vec![write]).await {
+            Ok(()) => {}
+            Err(StoreError::ConditionFailed { .. }) => {
+                let now = rows::get::<NamespaceRow>(&*self.store, &key).await?;
+                return Err(match now {
+                    Some(ns) if ns.row.purging.is_none() => already_exists(name),
+                    _ => being_purged(name),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        // The marker may be missing (a purge interrupted midway, before purges fenced the
+        // namespaces they empty): write it again.
         let owner = MarkerOwner {
             org,
             kind: "namespace",
@@ -355,6 +372,13 @@ fn default_location(properties: &mut BTreeMap<String, String>, root: &str) -> Re
 
 fn already_exists(name: &str) -> CatalogError {
     CatalogError::AlreadyExists(format!("Namespace already exists: {name}"))
+}
+
+/// A soft-deleted namespace the purge has started to empty: no restore can win against it.
+fn being_purged(name: &str) -> CatalogError {
+    CatalogError::AlreadyExists(format!(
+        "Namespace {name} is being purged and can no longer be restored; create it again once the purge has finished"
+    ))
 }
 
 pub(super) fn busy() -> CatalogError {

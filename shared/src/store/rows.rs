@@ -119,6 +119,24 @@ pub struct NamespaceRow {
     /// Set while soft-deleted: the name and prefix stay claimed until the purge.
     #[serde(default)]
     pub deleted_ms: Option<u64>,
+    /// When the purge fenced the namespace before touching its files: it can no longer be
+    /// restored, only finished by the purge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purging: Option<u64>,
+    /// Purge attempts that failed so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub purge_attempts: u32,
+    /// Why the last failed purge attempt failed (a short message, for operators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_last_error: Option<String>,
+    /// Where the purge index orders the namespace when not at `deleted_ms`: after a failed
+    /// attempt it is moved behind the namespaces due, by a backoff (see `purge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_index_ms: Option<u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A storage override bound to one table.
@@ -338,5 +356,38 @@ fn put_item<T: Serialize>(
             index,
         },
         condition,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_rows_written_before_the_purge_fence_still_decode() {
+        let old = br#"{"id":"n1","org":"acme","name":"ns","bucket":"default","prefix":"ns-abc",
+            "location":"file:///w/ns-abc","properties":{},"table_count":0,"created_ms":1,
+            "deleted_ms":2}"#;
+        let row: NamespaceRow = serde_json::from_slice(old).unwrap();
+        assert_eq!(row.deleted_ms, Some(2));
+        assert_eq!(
+            (
+                row.purging,
+                row.purge_attempts,
+                row.purge_last_error.as_deref()
+            ),
+            (None, 0, None)
+        );
+        assert_eq!(row.purge_index_ms, None);
+        // Rows without purge bookkeeping are written as before.
+        let written = serde_json::to_value(&row).unwrap();
+        assert!(
+            written
+                .as_object()
+                .unwrap()
+                .keys()
+                .all(|k| !k.starts_with("purg")),
+            "{written}"
+        );
     }
 }
