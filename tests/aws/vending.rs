@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use floe::auth::{Principal, PrincipalKind};
 use floe::clock::ManualClock;
+use floe::config::DEFAULT_CREDENTIALS_MIN_REMAINING_SECS;
 use floe::objects::s3::S3Defaults;
 use floe::store::rows::{BucketAuth, BucketRow, Platform};
 use floe::vending::policy::{session_name, session_policy};
@@ -53,6 +54,9 @@ async fn vendor(clock: Arc<ManualClock>, min_remaining_ms: u64) -> StsVendor {
     )
 }
 
+/// The floor a deployment uses unless configured otherwise.
+const MIN_REMAINING_MS: u64 = DEFAULT_CREDENTIALS_MIN_REMAINING_SECS * 1000;
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -63,7 +67,7 @@ fn now_ms() -> u64 {
 #[tokio::test]
 async fn vended_credentials_are_scoped_to_the_table_and_level() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let vendor = vendor(clock, 15 * 60 * 1000).await;
+    let vendor = vendor(clock, MIN_REMAINING_MS).await;
     let bucket = bucket("scoped");
     let table = "s3://scoped/wh/sales-abc123/orders";
     let who = principal();
@@ -139,7 +143,7 @@ async fn hmac_buckets_pass_their_keys_through_without_sts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let cached = Arc::new(vendor(clock.clone(), 15 * 60 * 1000).await);
+    let cached = Arc::new(vendor(clock.clone(), MIN_REMAINING_MS).await);
     let bucket = bucket("cache");
     let who = principal();
     let table = "s3://cache/wh/ns/t";
@@ -175,8 +179,15 @@ async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials()
     }
     assert_eq!(cached.sts_calls(), 4);
 
-    // 50 minutes later only 10 minutes are left, under the 15-minute floor: refreshed.
-    clock.advance_ms(50 * 60 * 1000);
+    // Four minutes later 56 of the hour are left, over the 55-minute floor: still cached.
+    clock.advance_ms(4 * 60 * 1000);
+    cached
+        .vend(&bucket, table, AccessLevel::Read, &who)
+        .await
+        .unwrap();
+    assert_eq!(cached.sts_calls(), 4);
+    // Two more minutes and only 54 are left, under the floor: refreshed.
+    clock.advance_ms(2 * 60 * 1000);
     cached
         .vend(&bucket, table, AccessLevel::Read, &who)
         .await

@@ -185,7 +185,7 @@ impl TestCatalog {
                     Arc::new(SystemClock),
                     S3Defaults::default(),
                     None,
-                    15 * 60 * 1000,
+                    floe::config::DEFAULT_CREDENTIALS_MIN_REMAINING_SECS * 1000,
                 ));
                 let role = BucketAuth::CustomerManagedRole {
                     role_arn: VENDING_ROLE.into(),
