@@ -105,19 +105,79 @@ async fn vended_credentials_are_scoped_to_the_table_and_level() {
     assert_eq!(
         sent,
         vec![
-            session_policy(table, AccessLevel::Read).unwrap(),
-            session_policy(table, AccessLevel::ReadWrite).unwrap()
+            session_policy("aws", table, AccessLevel::Read).unwrap(),
+            session_policy("aws", table, AccessLevel::ReadWrite).unwrap()
         ]
     );
     assert!(sent[0].contains("\"arn:aws:s3:::scoped/wh/sales-abc123/orders/*\""));
+    assert!(sent[0].contains("[\"wh/sales-abc123/orders/\",\"wh/sales-abc123/orders/*\"]"));
     assert!(!sent[0].contains("s3:PutObject"));
+    assert!(!sent[0].contains("Deny"));
     assert!(sent[1].contains("s3:PutObject"));
+    assert!(sent[1].contains(
+        "{\"Action\":[\"s3:PutObject\",\"s3:DeleteObject\"],\"Effect\":\"Deny\",\"Resource\":\"arn:aws:s3:::scoped/*.metadata.json\"}"
+    ));
     assert!(
         !sent
             .iter()
-            .any(|p| p.contains("arn:aws:s3:::scoped/wh/sales-abc123/*")
-                || p.contains("arn:aws:s3:::scoped/*"))
+            .any(|p| p.contains("\"arn:aws:s3:::scoped/wh/sales-abc123/*\"")
+                || p.contains("\"arn:aws:s3:::scoped/*\""))
     );
+}
+
+#[tokio::test]
+async fn the_session_policy_sts_received_for_a_table_with_iam_special_characters() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let vendor = vendor(clock, MIN_REMAINING_MS).await;
+    let table = "s3://bucket/ns-abc/we*ird?$name";
+    let who = principal();
+    vendor
+        .vend(&bucket("bucket"), table, AccessLevel::ReadWrite, &who)
+        .await
+        .unwrap();
+    let sent = moto::assumed_role_policies(&session_name(&who.id, table)).await;
+    assert_eq!(
+        sent,
+        vec![session_policy("aws", table, AccessLevel::ReadWrite).unwrap()]
+    );
+    let policy = &sent[0];
+    assert!(
+        policy.contains("\"arn:aws:s3:::bucket/ns-abc/we${*}ird${?}${$}name/*\""),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("[\"ns-abc/we${*}ird${?}${$}name/\",\"ns-abc/we${*}ird${?}${$}name/*\"]"),
+        "{policy}"
+    );
+    assert!(
+        !policy.contains("we*ird") && !policy.contains("?$name"),
+        "{policy}"
+    );
+}
+
+#[tokio::test]
+async fn resource_arns_follow_the_partition_of_the_role() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let vendor = vendor(clock, MIN_REMAINING_MS).await;
+    let mut china = bucket("china");
+    china.auth = BucketAuth::CustomerManagedRole {
+        role_arn: "arn:aws-cn:iam::123456789012:role/floe-vending".into(),
+        external_id: None,
+    };
+    let table = "s3://china/wh/ns-abc/t";
+    let who = principal();
+    vendor
+        .vend(&china, table, AccessLevel::Read, &who)
+        .await
+        .unwrap();
+    let sent = moto::assumed_role_policies(&session_name(&who.id, table)).await;
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].contains("\"arn:aws-cn:s3:::china/wh/ns-abc/t/*\""),
+        "{}",
+        sent[0]
+    );
+    assert!(!sent[0].contains("arn:aws:"), "{}", sent[0]);
 }
 
 #[tokio::test]
