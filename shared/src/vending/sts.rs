@@ -51,6 +51,9 @@ pub struct StsVendor {
 }
 
 impl StsVendor {
+    /// What vending calls (crate::iam).
+    pub const AWS_ACTIONS: &[&str] = &["sts:AssumeRole"];
+
     pub fn new(
         client: Client,
         clock: Arc<dyn Clock>,
