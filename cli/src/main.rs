@@ -25,6 +25,8 @@ enum Command {
     Admin(serve::AdminCommand),
     /// Print the route table (method, path, endpoint group) as JSON.
     Routes,
+    /// Print the AWS actions each function's code can call, and the vending role's, as JSON.
+    Iam,
     /// Measure loadTable and commit latency against a running catalog.
     Bench(bench::BenchArgs),
 }
@@ -46,6 +48,19 @@ fn main() -> std::process::ExitCode {
                     .map(|r| serde_json::json!({"method": r.method, "path": r.path, "group": r.group.name()}))
                     .collect();
                 println!("{}", serde_json::Value::Array(routes));
+                Ok(())
+            }
+            Command::Iam => {
+                let functions: serde_json::Map<String, serde_json::Value> =
+                    floe::iam::Function::ALL
+                        .iter()
+                        .map(|f| (f.name().to_owned(), serde_json::json!(f.aws_actions())))
+                        .collect();
+                let declared = serde_json::json!({
+                    "functions": functions,
+                    "vending-role": floe::iam::vending_role_actions(),
+                });
+                println!("{declared}");
                 Ok(())
             }
         }

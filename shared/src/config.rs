@@ -12,6 +12,11 @@ pub enum StoreKind {
     Dynamodb,
 }
 
+/// Vended credentials are never handed out with less than 55 minutes left: the reference
+/// promises engines one hour, and some (iceberg-rust) never refresh. Sessions last an hour, so a
+/// cached credential serves for five minutes.
+pub const DEFAULT_CREDENTIALS_MIN_REMAINING_SECS: u64 = 55 * 60;
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct Settings {
     /// Directory of the embedded store, the local warehouse and the dev token file.
@@ -57,7 +62,7 @@ pub struct Settings {
     #[arg(
         long,
         env = "FLOE_CREDENTIALS_MIN_REMAINING_SECS",
-        default_value_t = 900
+        default_value_t = DEFAULT_CREDENTIALS_MIN_REMAINING_SECS
     )]
     pub credentials_min_remaining_secs: u64,
     /// Seconds that tokens, orgs and memberships are remembered (0: read them on every request).
@@ -88,5 +93,28 @@ impl Settings {
             settings: Settings,
         }
         <FromEnv as clap::Parser>::try_parse_from(["floe"]).map(|f| f.settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> Settings {
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        <Args as clap::Parser>::try_parse_from(["floe"])
+            .unwrap()
+            .settings
+    }
+
+    /// The reference promises engines an hour of lifetime and iceberg-rust never refreshes:
+    /// cached credentials must not be handed out with much less than that.
+    #[test]
+    fn vended_credentials_keep_at_least_55_minutes_by_default() {
+        assert_eq!(defaults().credentials_min_remaining_secs, 55 * 60);
     }
 }

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod iam;
 pub mod local;
 pub mod objects;
 pub mod purge;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::bootstrap::{self, DevBootstrap, DevSettings};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Settings, StoreKind};
+use crate::config::{DEFAULT_CREDENTIALS_MIN_REMAINING_SECS, Settings, StoreKind};
 use crate::error::CatalogError;
 use crate::objects::PlatformStores;
 use crate::objects::local::LocalObjectStores;
@@ -210,7 +210,7 @@ pub async fn open_wrapped(
         vending_role_arn: None,
         s3_access_key_id: None,
         s3_secret_access_key: None,
-        credentials_min_remaining_secs: 900,
+        credentials_min_remaining_secs: DEFAULT_CREDENTIALS_MIN_REMAINING_SECS,
         auth_cache_secs: 10,
         page_token_secret: None,
     };

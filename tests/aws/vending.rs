@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use floe::auth::{Principal, PrincipalKind};
 use floe::clock::ManualClock;
+use floe::config::DEFAULT_CREDENTIALS_MIN_REMAINING_SECS;
 use floe::objects::s3::S3Defaults;
 use floe::store::rows::{BucketAuth, BucketRow, Platform};
 use floe::vending::policy::{session_name, session_policy};
@@ -53,6 +54,9 @@ async fn vendor(clock: Arc<ManualClock>, min_remaining_ms: u64) -> StsVendor {
     )
 }
 
+/// The floor a deployment uses unless configured otherwise.
+const MIN_REMAINING_MS: u64 = DEFAULT_CREDENTIALS_MIN_REMAINING_SECS * 1000;
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -63,7 +67,7 @@ fn now_ms() -> u64 {
 #[tokio::test]
 async fn vended_credentials_are_scoped_to_the_table_and_level() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let vendor = vendor(clock, 15 * 60 * 1000).await;
+    let vendor = vendor(clock, MIN_REMAINING_MS).await;
     let bucket = bucket("scoped");
     let table = "s3://scoped/wh/sales-abc123/orders";
     let who = principal();
@@ -101,19 +105,79 @@ async fn vended_credentials_are_scoped_to_the_table_and_level() {
     assert_eq!(
         sent,
         vec![
-            session_policy(table, AccessLevel::Read).unwrap(),
-            session_policy(table, AccessLevel::ReadWrite).unwrap()
+            session_policy("aws", table, AccessLevel::Read).unwrap(),
+            session_policy("aws", table, AccessLevel::ReadWrite).unwrap()
         ]
     );
     assert!(sent[0].contains("\"arn:aws:s3:::scoped/wh/sales-abc123/orders/*\""));
+    assert!(sent[0].contains("[\"wh/sales-abc123/orders/\",\"wh/sales-abc123/orders/*\"]"));
     assert!(!sent[0].contains("s3:PutObject"));
+    assert!(!sent[0].contains("Deny"));
     assert!(sent[1].contains("s3:PutObject"));
+    assert!(sent[1].contains(
+        "{\"Action\":[\"s3:PutObject\",\"s3:DeleteObject\"],\"Effect\":\"Deny\",\"Resource\":\"arn:aws:s3:::scoped/*.metadata.json\"}"
+    ));
     assert!(
         !sent
             .iter()
-            .any(|p| p.contains("arn:aws:s3:::scoped/wh/sales-abc123/*")
-                || p.contains("arn:aws:s3:::scoped/*"))
+            .any(|p| p.contains("\"arn:aws:s3:::scoped/wh/sales-abc123/*\"")
+                || p.contains("\"arn:aws:s3:::scoped/*\""))
     );
+}
+
+#[tokio::test]
+async fn the_session_policy_sts_received_for_a_table_with_iam_special_characters() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let vendor = vendor(clock, MIN_REMAINING_MS).await;
+    let table = "s3://bucket/ns-abc/we*ird?$name";
+    let who = principal();
+    vendor
+        .vend(&bucket("bucket"), table, AccessLevel::ReadWrite, &who)
+        .await
+        .unwrap();
+    let sent = moto::assumed_role_policies(&session_name(&who.id, table)).await;
+    assert_eq!(
+        sent,
+        vec![session_policy("aws", table, AccessLevel::ReadWrite).unwrap()]
+    );
+    let policy = &sent[0];
+    assert!(
+        policy.contains("\"arn:aws:s3:::bucket/ns-abc/we${*}ird${?}${$}name/*\""),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("[\"ns-abc/we${*}ird${?}${$}name/\",\"ns-abc/we${*}ird${?}${$}name/*\"]"),
+        "{policy}"
+    );
+    assert!(
+        !policy.contains("we*ird") && !policy.contains("?$name"),
+        "{policy}"
+    );
+}
+
+#[tokio::test]
+async fn resource_arns_follow_the_partition_of_the_role() {
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let vendor = vendor(clock, MIN_REMAINING_MS).await;
+    let mut china = bucket("china");
+    china.auth = BucketAuth::CustomerManagedRole {
+        role_arn: "arn:aws-cn:iam::123456789012:role/floe-vending".into(),
+        external_id: None,
+    };
+    let table = "s3://china/wh/ns-abc/t";
+    let who = principal();
+    vendor
+        .vend(&china, table, AccessLevel::Read, &who)
+        .await
+        .unwrap();
+    let sent = moto::assumed_role_policies(&session_name(&who.id, table)).await;
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].contains("\"arn:aws-cn:s3:::china/wh/ns-abc/t/*\""),
+        "{}",
+        sent[0]
+    );
+    assert!(!sent[0].contains("arn:aws:"), "{}", sent[0]);
 }
 
 #[tokio::test]
@@ -139,7 +203,7 @@ async fn hmac_buckets_pass_their_keys_through_without_sts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials() {
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let cached = Arc::new(vendor(clock.clone(), 15 * 60 * 1000).await);
+    let cached = Arc::new(vendor(clock.clone(), MIN_REMAINING_MS).await);
     let bucket = bucket("cache");
     let who = principal();
     let table = "s3://cache/wh/ns/t";
@@ -175,8 +239,15 @@ async fn the_cache_collapses_calls_and_never_serves_nearly_expired_credentials()
     }
     assert_eq!(cached.sts_calls(), 4);
 
-    // 50 minutes later only 10 minutes are left, under the 15-minute floor: refreshed.
-    clock.advance_ms(50 * 60 * 1000);
+    // Four minutes later 56 of the hour are left, over the 55-minute floor: still cached.
+    clock.advance_ms(4 * 60 * 1000);
+    cached
+        .vend(&bucket, table, AccessLevel::Read, &who)
+        .await
+        .unwrap();
+    assert_eq!(cached.sts_calls(), 4);
+    // Two more minutes and only 54 are left, under the floor: refreshed.
+    clock.advance_ms(2 * 60 * 1000);
     cached
         .vend(&bucket, table, AccessLevel::Read, &who)
         .await

@@ -4,6 +4,7 @@ mod commits;
 mod concurrency;
 mod config;
 mod errors;
+mod iam;
 mod integrity;
 mod namespaces;
 mod persistence;

@@ -1,5 +1,6 @@
-"""The deployment agrees with the route table: template.yaml's HTTP API routes map each route to
-the function of its endpoint group, and `GET /v1/config` advertises exactly those routes."""
+"""The deployment agrees with the code: template.yaml's HTTP API routes map each route to the
+function of its endpoint group, `GET /v1/config` advertises exactly those routes, and each
+function's role grants exactly the AWS actions its code can call (`floe iam`)."""
 
 import json
 import os
@@ -12,14 +13,24 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class _CloudFormationLoader(yaml.SafeLoader):
-    """Reads CloudFormation short-form tags (!Ref, !Sub, ...) as plain values."""
+    """Reads CloudFormation short-form tags (!Ref, !Sub, ...) on scalars as their text, e.g.
+    "!GetAtt VendingRole.Arn"."""
 
 
-_CloudFormationLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+def _short_form(loader, suffix, node):
+    return f"!{suffix} {loader.construct_scalar(node)}" if isinstance(node, yaml.ScalarNode) else None
+
+
+_CloudFormationLoader.add_multi_constructor("!", _short_form)
 
 
 def _route_table():
     out = subprocess.run([os.environ["FLOE_BIN"], "routes"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def _declared_iam():
+    out = subprocess.run([os.environ["FLOE_BIN"], "iam"], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
@@ -62,3 +73,50 @@ def test_config_advertises_exactly_the_route_table(floe):
                                      headers={"Authorization": f"Bearer {floe.token}"})
     endpoints = json.loads(urllib.request.urlopen(request).read())["endpoints"]
     assert sorted(endpoints) == sorted(f"{r['method']} {r['path']}" for r in _route_table())
+
+
+def _allowed(statements):
+    """Every action the statements allow (each must be an Allow)."""
+    actions = set()
+    for statement in statements:
+        assert statement["Effect"] == "Allow", statement
+        action = statement["Action"]
+        actions.update([action] if isinstance(action, str) else action)
+    return actions
+
+
+def test_every_function_is_granted_exactly_the_actions_its_code_calls():
+    """A missing action is a 500 on AWS the first time a request needs it; an extra one is
+    privilege no code path uses. `floe iam` prints what floe::iam declares, which tests/http/iam.rs
+    checks against what each function's requests do."""
+    declared = _declared_iam()["functions"]
+    functions = {
+        logical_id: resource
+        for logical_id, resource in _template()["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+    assert set(functions) == {name.capitalize() + "Function" for name in declared}
+    mismatches = []
+    for name, actions in sorted(declared.items()):
+        statements = []
+        for policy in functions[name.capitalize() + "Function"]["Properties"].get("Policies", []):
+            # Inline statements only: a managed policy or SAM policy template hides its actions.
+            assert isinstance(policy, dict) and set(policy) == {"Statement"}, f"{name}: {policy!r}"
+            statements += policy["Statement"]
+        granted = _allowed(statements)
+        if granted != set(actions):
+            mismatches.append(f"{name}: missing {sorted(set(actions) - granted)}, "
+                              f"never called {sorted(granted - set(actions))}")
+        for statement in statements:
+            if "sts:AssumeRole" in statement["Action"]:
+                assert statement["Resource"] == "!GetAtt VendingRole.Arn", f"{name}: {statement}"
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_the_vending_role_grants_exactly_what_sessions_and_functions_use():
+    declared = set(_declared_iam()["vending-role"])
+    role = _template()["Resources"]["VendingRole"]["Properties"]
+    assert _allowed(s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]) == declared
+    # The same permissions, as documents for roles made by hand (infra/DEPLOY.md).
+    for document in ("vending-role-permissions.json", "customer-role-permissions.json"):
+        assert _allowed(json.loads((ROOT / "infra" / document).read_text())["Statement"]) == declared, document

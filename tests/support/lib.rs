@@ -68,6 +68,27 @@ impl Backend {
     }
 }
 
+/// Turns an adapter into another (a wrapper around it).
+pub type WrapFn<T> = Box<dyn FnOnce(Arc<T>) -> Arc<T>>;
+
+/// Wrappers around the adapters a test catalog's `Catalog` uses (to inject faults or observe
+/// calls). The test helpers (`files_under`, ...) use the unwrapped adapters.
+pub struct Wrap {
+    pub store: WrapFn<dyn MetaStore>,
+    pub objects: WrapFn<dyn ObjectStores>,
+    pub vendor: WrapFn<dyn CredentialVendor>,
+}
+
+impl Default for Wrap {
+    fn default() -> Self {
+        Self {
+            store: Box::new(|store| store),
+            objects: Box::new(|objects| objects),
+            vendor: Box::new(|vendor| vendor),
+        }
+    }
+}
+
 /// The adapters of one backend, before the catalog is built.
 struct Parts {
     store: Arc<dyn MetaStore>,
@@ -132,17 +153,17 @@ impl Answer {
 
 impl TestCatalog {
     pub async fn new() -> Self {
-        Self::build(Backend::from_env(), |store| store).await
+        Self::build(Backend::from_env(), Wrap::default()).await
     }
 
     /// A catalog on the embedded store, whatever the test backend.
     pub async fn local() -> Self {
-        Self::build(Backend::Local, |store| store).await
+        Self::build(Backend::Local, Wrap::default()).await
     }
 
     /// A catalog on DynamoDB, S3 and STS (moto), whatever the test backend.
     pub async fn aws() -> Self {
-        Self::build(Backend::Aws, |store| store).await
+        Self::build(Backend::Aws, Wrap::default()).await
     }
 
     /// STS AssumeRole calls the catalog has made (AWS backend only).
@@ -151,7 +172,18 @@ impl TestCatalog {
     }
 
     /// A catalog whose store is wrapped (to inject faults, say).
-    pub async fn with_store(wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>) -> Self {
+    pub async fn with_store(
+        wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore> + 'static,
+    ) -> Self {
+        Self::with_adapters(Wrap {
+            store: Box::new(wrap),
+            ..Wrap::default()
+        })
+        .await
+    }
+
+    /// A catalog whose adapters are wrapped.
+    pub async fn with_adapters(wrap: Wrap) -> Self {
         Self::build(Backend::from_env(), wrap).await
     }
 
@@ -172,10 +204,7 @@ impl TestCatalog {
         (c, armed)
     }
 
-    async fn build(
-        backend: Backend,
-        wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
-    ) -> Self {
+    async fn build(backend: Backend, wrap: Wrap) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let parts = match backend {
             Backend::Local => Parts {
@@ -205,7 +234,7 @@ impl TestCatalog {
                     Arc::new(SystemClock),
                     S3Defaults::default(),
                     None,
-                    15 * 60 * 1000,
+                    floe::config::DEFAULT_CREDENTIALS_MIN_REMAINING_SECS * 1000,
                 ));
                 let role = BucketAuth::CustomerManagedRole {
                     role_arn: VENDING_ROLE.into(),
@@ -265,11 +294,11 @@ impl TestCatalog {
         )
         .await
         .unwrap();
-        let store = wrap(inner);
+        let store = (wrap.store)(inner);
         let catalog = Arc::new(Catalog::new(
             store.clone(),
-            parts.objects.clone(),
-            parts.vendor,
+            (wrap.objects)(parts.objects.clone()),
+            (wrap.vendor)(parts.vendor),
             Arc::new(clock),
         ));
         let router = floe::http::router(catalog.clone(), &Group::ALL);

@@ -14,6 +14,7 @@ use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use bytes::Bytes;
 
 use super::{ObjectError, ObjectStore, ObjectStoresError};
+use crate::iam::ObjectUse;
 use crate::store::rows::{BucketAuth, BucketRow};
 
 /// Splits `s3://bucket/key` into bucket and key.
@@ -47,6 +48,19 @@ fn io_err<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
 }
 
 impl S3ObjectStore {
+    /// The IAM actions this adapter calls for each use of table storage (crate::iam).
+    pub fn aws_actions(object_use: ObjectUse) -> &'static [&'static str] {
+        match object_use {
+            ObjectUse::Get => &["s3:GetObject"],
+            // A conditional PutObject (If-None-Match).
+            ObjectUse::Put => &["s3:PutObject"],
+            // ListObjectsV2.
+            ObjectUse::List => &["s3:ListBucket"],
+            // DeleteObjects, which IAM authorizes as s3:DeleteObject per key.
+            ObjectUse::Delete => &["s3:DeleteObject"],
+        }
+    }
+
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
         Self {
             client,
@@ -216,6 +230,9 @@ pub struct S3Stores {
 }
 
 impl S3Stores {
+    /// What reaching a bucket through the role its configuration names calls (crate::iam).
+    pub const ROLE_ACTIONS: &[&str] = &["sts:AssumeRole"];
+
     pub fn new(sdk: SdkConfig, defaults: S3Defaults) -> Self {
         Self {
             sdk,

@@ -17,6 +17,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::{Condition, Item, Key, MetaStore, StoreError, Token, Write, validate_batch};
+use crate::iam::StoreUse;
 
 /// Name of the sparse index over soft-deleted namespaces, for the purge.
 pub const DELETED_INDEX: &str = "deleted";
@@ -145,6 +146,20 @@ fn read_error<E: std::fmt::Debug, R: std::fmt::Debug>(e: SdkError<E, R>) -> Stor
 }
 
 impl DynamoStore {
+    /// The IAM actions this adapter calls for each use of the store (crate::iam). Every write
+    /// is one TransactWriteItems, which IAM authorizes per item through the actions of its parts.
+    pub fn aws_actions(store_use: StoreUse) -> &'static [&'static str] {
+        match store_use {
+            StoreUse::Get => &["dynamodb:GetItem"],
+            StoreUse::Query => &["dynamodb:Query"],
+            // On the index resource (`<table>/index/deleted`).
+            StoreUse::QueryIndex => &["dynamodb:Query"],
+            StoreUse::Put => &["dynamodb:PutItem"],
+            StoreUse::Delete => &["dynamodb:DeleteItem"],
+            StoreUse::Check => &["dynamodb:ConditionCheckItem"],
+        }
+    }
+
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self {
             client,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use aws_sdk_sts::Client;
 
-use super::policy::{MAX_SESSION_POLICY_CHARS, session_name, session_policy};
+use super::policy::{MAX_SESSION_POLICY_CHARS, arn_partition, session_name, session_policy};
 use super::{AccessLevel, CredentialVendor, StorageCredential, Vended};
 use crate::auth::Principal;
 use crate::clock::Clock;
@@ -51,6 +51,9 @@ pub struct StsVendor {
 }
 
 impl StsVendor {
+    /// What vending calls (crate::iam).
+    pub const AWS_ACTIONS: &[&str] = &["sts:AssumeRole"];
+
     pub fn new(
         client: Client,
         clock: Arc<dyn Clock>,
@@ -103,7 +106,10 @@ impl StsVendor {
         {
             return Ok(credentials.clone());
         }
-        let policy = session_policy(location, access).ok_or_else(|| {
+        let partition = arn_partition(role_arn).ok_or_else(|| {
+            CatalogError::Internal("The bucket's role is not a valid role ARN".into())
+        })?;
+        let policy = session_policy(partition, location, access).ok_or_else(|| {
             CatalogError::Internal("The table location is not an s3:// location".into())
         })?;
         if policy.len() > MAX_SESSION_POLICY_CHARS {

@@ -1,0 +1,259 @@
+//! Least privilege: the AWS actions each deployed function's code can call.
+//!
+//! Each function (an endpoint group of the route table, or the scheduled purge) declares here
+//! how it uses the ports: which store operations, which object operations, whether it vends
+//! credentials. Each AWS adapter declares, next to the code that makes the calls, which actions
+//! each of those uses needs (`DynamoStore::aws_actions`, `S3ObjectStore::aws_actions`,
+//! `S3Stores::ROLE_ACTIONS`, `StsVendor::AWS_ACTIONS`). A function's actions are their product.
+//!
+//! The mapping lives in one place because IAM that drifts from the code fails only on AWS, as a
+//! 500 on the first request that needs a missing action (a function that reaches its bucket
+//! through a role without `sts:AssumeRole`, say). Two tests keep it honest: tests/http/iam.rs
+//! drives every group's requests (and a purge run) through recording adapters and checks that
+//! each function uses exactly what it declares here; tests/interop/test_deployment.py checks
+//! that template.yaml grants each function exactly the actions `floe iam` prints from here.
+
+use std::collections::BTreeSet;
+
+use crate::objects::s3::{S3ObjectStore, S3Stores};
+use crate::routes::Group;
+use crate::store::Write;
+use crate::store::dynamodb::DynamoStore;
+use crate::vending::policy::{BUCKET_ACTIONS, READ_ACTIONS, WRITE_ACTIONS};
+use crate::vending::sts::StsVendor;
+
+/// One way of using the catalog store (`MetaStore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StoreUse {
+    Get,
+    Query,
+    /// A query of the index of soft-deleted namespaces.
+    QueryIndex,
+    /// A `Write::Put`, alone or in a batch.
+    Put,
+    /// A `Write::Delete`, alone or in a batch.
+    Delete,
+    /// A `Write::Check` (in a batch).
+    Check,
+}
+
+impl StoreUse {
+    /// The use one part of a write is.
+    pub fn of_write(write: &Write) -> StoreUse {
+        match write {
+            Write::Put { .. } => StoreUse::Put,
+            Write::Delete { .. } => StoreUse::Delete,
+            Write::Check { .. } => StoreUse::Check,
+        }
+    }
+}
+
+/// One way of using table storage (`ObjectStore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectUse {
+    Get,
+    Put,
+    List,
+    Delete,
+}
+
+impl ObjectUse {
+    pub const ALL: [ObjectUse; 4] = [
+        ObjectUse::Get,
+        ObjectUse::Put,
+        ObjectUse::List,
+        ObjectUse::Delete,
+    ];
+}
+
+/// Something a function's code does that needs AWS permissions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Capability {
+    Store(StoreUse),
+    /// Object access, on any bucket configuration of an org. A bucket configuration may name a
+    /// role (the deployment's default bucket names the vending role), which is then assumed to
+    /// reach the bucket: object access always brings the role actions along.
+    Objects(ObjectUse),
+    /// Vending table-scoped credentials.
+    Vend,
+}
+
+/// A deployed function: one per endpoint group, plus the scheduled purge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Function {
+    Config,
+    Namespaces,
+    Tables,
+    Commits,
+    Credentials,
+    Purge,
+}
+
+use Capability::{Objects, Store, Vend};
+
+impl Function {
+    pub const ALL: [Function; 6] = [
+        Function::Config,
+        Function::Namespaces,
+        Function::Tables,
+        Function::Commits,
+        Function::Credentials,
+        Function::Purge,
+    ];
+
+    /// The function that serves an endpoint group.
+    pub fn serving(group: Group) -> Function {
+        match group {
+            Group::Config => Function::Config,
+            Group::Namespaces => Function::Namespaces,
+            Group::Tables => Function::Tables,
+            Group::Commits => Function::Commits,
+            Group::Credentials => Function::Credentials,
+        }
+    }
+
+    /// The name of the function (its binary is `floe-<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Config => "config",
+            Function::Namespaces => "namespaces",
+            Function::Tables => "tables",
+            Function::Commits => "commits",
+            Function::Credentials => "credentials",
+            Function::Purge => "purge",
+        }
+    }
+
+    /// What the function's code does. Every request authenticates (a token read) and resolves
+    /// its org (org and membership reads): `Store(Get)` everywhere.
+    pub fn uses(self) -> &'static [Capability] {
+        match self {
+            // getConfig: the org and membership reads only.
+            Function::Config => &[Store(StoreUse::Get)],
+            // List: a query. Create: the name claim read, prefix reservation (an emptiness
+            // listing, the marker put), the claims and row put, removal of an unclaimed marker;
+            // re-creating over a soft-deleted namespace lists its prefix. Drop and properties:
+            // a conditional put of the row. The bootstrap (this function only) puts and reads
+            // back the org, bucket, member and token rows.
+            Function::Namespaces => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Objects(ObjectUse::Put),
+                Objects(ObjectUse::List),
+                Objects(ObjectUse::Delete),
+            ],
+            // List tables and views: queries. Create: a client-chosen directory is checked
+            // against the directory claims (a get) and older tables (a query); the metadata v0
+            // put; the row, namespace count and directory or override claim put. A table on
+            // its own bucket reserves a prefix (listing, marker put) and removes the marker
+            // when the table is not created. Load: the metadata get. Drop and rename: a row
+            // delete with a put. Load and create vend credentials on request.
+            Function::Tables => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Store(StoreUse::Delete),
+                Objects(ObjectUse::Get),
+                Objects(ObjectUse::Put),
+                Objects(ObjectUse::List),
+                Objects(ObjectUse::Delete),
+                Vend,
+            ],
+            // The current metadata get, the new metadata file put, the pointer swap put. The
+            // create commit of a staged table places and inserts it as createTable does (a
+            // client-chosen directory: a get and a query). A commit never deletes a file.
+            Function::Commits => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Objects(ObjectUse::Get),
+                Objects(ObjectUse::Put),
+            ],
+            // Row reads, then a vend.
+            Function::Credentials => &[Store(StoreUse::Get), Vend],
+            // The index query for expired namespaces, row reads, the fence (and failure
+            // records) on the namespace row, listing and deleting the namespace's objects, the
+            // query of its directory claims, then deleting claims and row.
+            Function::Purge => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::QueryIndex),
+                Store(StoreUse::Put),
+                Store(StoreUse::Delete),
+                Objects(ObjectUse::List),
+                Objects(ObjectUse::Delete),
+            ],
+        }
+    }
+
+    /// The AWS actions the function's code can call: what its role must grant, and no more.
+    pub fn aws_actions(self) -> BTreeSet<&'static str> {
+        let mut actions = BTreeSet::new();
+        for capability in self.uses() {
+            match *capability {
+                Store(store_use) => actions.extend(DynamoStore::aws_actions(store_use)),
+                Objects(object_use) => {
+                    actions.extend(S3ObjectStore::aws_actions(object_use));
+                    actions.extend(S3Stores::ROLE_ACTIONS);
+                }
+                Vend => actions.extend(StsVendor::AWS_ACTIONS),
+            }
+        }
+        actions
+    }
+}
+
+/// What the vending role must grant: everything a session policy can allow (vended credentials
+/// are the role narrowed to one table), which covers what functions do to objects through it.
+pub fn vending_role_actions() -> BTreeSet<&'static str> {
+    let mut actions: BTreeSet<&'static str> = [READ_ACTIONS, WRITE_ACTIONS, BUCKET_ACTIONS]
+        .concat()
+        .into_iter()
+        .collect();
+    for object_use in ObjectUse::ALL {
+        actions.extend(S3ObjectStore::aws_actions(object_use));
+    }
+    actions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_group_has_its_function_under_the_same_name() {
+        for group in Group::ALL {
+            assert_eq!(Function::serving(group).name(), group.name());
+        }
+    }
+
+    #[test]
+    fn functions_that_reach_a_bucket_may_assume_its_role() {
+        for function in [
+            Function::Namespaces,
+            Function::Tables,
+            Function::Commits,
+            Function::Purge,
+        ] {
+            assert!(
+                function.aws_actions().contains("sts:AssumeRole"),
+                "{function:?}"
+            );
+        }
+        assert!(!Function::Config.aws_actions().contains("sts:AssumeRole"));
+    }
+
+    #[test]
+    fn the_vending_role_grants_what_sessions_and_functions_use_through_it() {
+        let role = vending_role_actions();
+        for function in Function::ALL {
+            for action in function.aws_actions() {
+                if action.starts_with("s3:") {
+                    assert!(role.contains(action), "{function:?}: {action}");
+                }
+            }
+        }
+        assert!(!role.iter().any(|a| !a.starts_with("s3:")));
+    }
+}

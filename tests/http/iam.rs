@@ -1,0 +1,418 @@
+//! The least-privilege declaration (floe::iam) against what the code does: every route of every
+//! endpoint group, and a purge run, through adapters that record each use of the store, of
+//! table storage and of the vendor, attributed to the function that serves the request. Each
+//! function must use exactly what it declares: a use it does not declare would be an action
+//! its role lacks on AWS; a declared use no path exercises would be a grant to remove.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use floe::auth::Principal;
+use floe::catalog::Catalog;
+use floe::error::CatalogError;
+use floe::iam::{Capability, Function, ObjectUse, StoreUse};
+use floe::objects::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
+use floe::purge::RECOVERY_PERIOD;
+use floe::store::rows::{BucketAuth, BucketRow};
+use floe::store::{Item, Key, MetaStore, StoreError, Write};
+use floe::vending::{AccessLevel, CredentialVendor, Vended};
+use floe_tests::*;
+use http::Method;
+use serde_json::{Value, json};
+
+/// Uses seen per function, while a function is set.
+#[derive(Default)]
+struct Recorder {
+    current: Mutex<Option<Function>>,
+    seen: Mutex<BTreeMap<Function, BTreeSet<Capability>>>,
+}
+
+impl Recorder {
+    fn note(&self, capability: Capability) {
+        if let Some(function) = *self.current.lock().unwrap() {
+            self.seen
+                .lock()
+                .unwrap()
+                .entry(function)
+                .or_default()
+                .insert(capability);
+        }
+    }
+
+    fn set(&self, function: Option<Function>) {
+        *self.current.lock().unwrap() = function;
+    }
+}
+
+struct RecordingStore {
+    inner: Arc<dyn MetaStore>,
+    recorder: Arc<Recorder>,
+}
+
+#[async_trait]
+impl MetaStore for RecordingStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.recorder.note(Capability::Store(StoreUse::Get));
+        self.inner.get(key).await
+    }
+
+    async fn query(
+        &self,
+        pk: &str,
+        sk_prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Item>, StoreError> {
+        self.recorder.note(Capability::Store(StoreUse::Query));
+        self.inner.query(pk, sk_prefix, start_after, limit).await
+    }
+
+    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
+        for write in &writes {
+            self.recorder
+                .note(Capability::Store(StoreUse::of_write(write)));
+        }
+        self.inner.write(writes).await
+    }
+
+    async fn query_index(
+        &self,
+        index_pk: &str,
+        upto_sk: &str,
+        limit: usize,
+    ) -> Result<Vec<Key>, StoreError> {
+        self.recorder.note(Capability::Store(StoreUse::QueryIndex));
+        self.inner.query_index(index_pk, upto_sk, limit).await
+    }
+}
+
+struct RecordingObjects {
+    inner: Arc<dyn ObjectStores>,
+    recorder: Arc<Recorder>,
+}
+
+#[async_trait]
+impl ObjectStores for RecordingObjects {
+    async fn for_bucket(
+        &self,
+        bucket: &BucketRow,
+    ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
+        Ok(Arc::new(RecordingObjectStore {
+            inner: self.inner.for_bucket(bucket).await?,
+            recorder: self.recorder.clone(),
+        }))
+    }
+}
+
+struct RecordingObjectStore {
+    inner: Arc<dyn ObjectStore>,
+    recorder: Arc<Recorder>,
+}
+
+#[async_trait]
+impl ObjectStore for RecordingObjectStore {
+    async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
+        self.recorder.note(Capability::Objects(ObjectUse::Get));
+        self.inner.get(location).await
+    }
+
+    async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError> {
+        self.recorder.note(Capability::Objects(ObjectUse::Put));
+        self.inner.put_if_absent(location, bytes).await
+    }
+
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+        self.recorder.note(Capability::Objects(ObjectUse::List));
+        self.inner.list(prefix, limit).await
+    }
+
+    async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
+        self.recorder.note(Capability::Objects(ObjectUse::Delete));
+        self.inner.delete(locations).await
+    }
+}
+
+struct RecordingVendor {
+    inner: Arc<dyn CredentialVendor>,
+    recorder: Arc<Recorder>,
+}
+
+#[async_trait]
+impl CredentialVendor for RecordingVendor {
+    async fn vend(
+        &self,
+        bucket: &BucketRow,
+        table_location: &str,
+        access: AccessLevel,
+        principal: &Principal,
+    ) -> Result<Vended, CatalogError> {
+        self.recorder.note(Capability::Vend);
+        self.inner
+            .vend(bucket, table_location, access, principal)
+            .await
+    }
+}
+
+/// One catalog instance per function on the same (recording) adapters, as deployed: each
+/// function has its own caches, so what one function wrote another reads from storage.
+struct Deployment {
+    instances: BTreeMap<Function, Arc<Catalog>>,
+    recorder: Arc<Recorder>,
+}
+
+impl Deployment {
+    fn new(c: &TestCatalog, recorder: Arc<Recorder>) -> Self {
+        let shared = &c.catalog;
+        let instances = Function::ALL
+            .into_iter()
+            .map(|function| {
+                let catalog = Catalog::new(
+                    shared.store.clone(),
+                    shared.objects.clone(),
+                    shared.vendor.clone(),
+                    shared.clock.clone(),
+                );
+                (function, Arc::new(catalog))
+            })
+            .collect();
+        Self {
+            instances,
+            recorder,
+        }
+    }
+}
+
+/// One request, served by (and attributed to) the function of its route.
+async fn call(d: &Deployment, method: Method, path: &str, body: Option<Value>) -> Answer {
+    let route_path = path.split('?').next().unwrap();
+    let route = floe::routes::find(method.as_str(), route_path)
+        .unwrap_or_else(|| panic!("{method} {path} is no route"));
+    let function = Function::serving(route.group);
+    let router = floe::http::router(d.instances[&function].clone(), &[route.group]);
+    d.recorder.set(Some(function));
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(format!("/iceberg{path}"))
+        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .header("x-iceberg-access-delegation", "vended-credentials");
+    if body.is_some() {
+        request = request.header("content-type", "application/json");
+    }
+    let request = request
+        .body(axum::body::Body::from(
+            body.map(|b| b.to_string()).unwrap_or_default(),
+        ))
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+    d.recorder.set(None);
+    let status = response.status();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap()
+    };
+    Answer { status, body }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test]
+async fn every_function_uses_exactly_what_it_declares() {
+    let recorder = Arc::new(Recorder::default());
+    let (r1, r2, r3) = (recorder.clone(), recorder.clone(), recorder.clone());
+    let c = TestCatalog::with_adapters(Wrap {
+        store: Box::new(move |inner| {
+            Arc::new(RecordingStore {
+                inner,
+                recorder: r1,
+            })
+        }),
+        objects: Box::new(move |inner| {
+            Arc::new(RecordingObjects {
+                inner,
+                recorder: r2,
+            })
+        }),
+        vendor: Box::new(move |inner| {
+            Arc::new(RecordingVendor {
+                inner,
+                recorder: r3,
+            })
+        }),
+    })
+    .await;
+    c.add_bucket("own", BucketAuth::Server).await;
+    let d = &Deployment::new(&c, recorder.clone());
+    let namespaces = format!("/v1/{ORG}/namespaces");
+    let tables = format!("{namespaces}/ns/tables");
+
+    // Config.
+    call(d, Method::GET, &format!("/v1/config?warehouse={ORG}"), None)
+        .await
+        .assert_ok(200);
+
+    // Namespaces: create, a create whose location is refused (its marker is removed), list,
+    // load, exists, properties, drop, and a create over the dropped, still empty one.
+    call(
+        d,
+        Method::POST,
+        &namespaces,
+        Some(json!({"namespace": ["ns"]})),
+    )
+    .await
+    .assert_ok(200);
+    let outside = json!({"namespace": ["bad"], "properties": {"location": "s3://elsewhere/x"}});
+    call(d, Method::POST, &namespaces, Some(outside))
+        .await
+        .assert_error(400, "BadRequestException");
+    call(d, Method::GET, &namespaces, None).await.assert_ok(200);
+    call(d, Method::GET, &format!("{namespaces}/ns"), None)
+        .await
+        .assert_ok(200);
+    call(d, Method::HEAD, &format!("{namespaces}/ns"), None).await;
+    let properties = json!({"updates": {"owner": "etl"}});
+    call(
+        d,
+        Method::POST,
+        &format!("{namespaces}/ns/properties"),
+        Some(properties),
+    )
+    .await
+    .assert_ok(200);
+    call(
+        d,
+        Method::POST,
+        &namespaces,
+        Some(json!({"namespace": ["gone"]})),
+    )
+    .await
+    .assert_ok(200);
+    call(d, Method::DELETE, &format!("{namespaces}/gone"), None).await;
+    call(
+        d,
+        Method::POST,
+        &namespaces,
+        Some(json!({"namespace": ["gone"]})),
+    )
+    .await
+    .assert_ok(200);
+    call(d, Method::DELETE, &format!("{namespaces}/gone"), None).await;
+
+    // Tables: create (with credentials), a create on its own bucket whose location is refused
+    // (its marker is removed), a staged create, load, exists, list, views, metrics, rename.
+    call(d, Method::POST, &tables, Some(create_table_body("t")))
+        .await
+        .assert_ok(200);
+    let mut own = create_table_body("own");
+    own["properties"] = json!({"arraylake.bucket": "own"});
+    own["location"] = json!("s3://elsewhere/own");
+    call(d, Method::POST, &tables, Some(own))
+        .await
+        .assert_error(400, "BadRequestException");
+    let mut staged = create_table_body("staged");
+    staged["stage-create"] = json!(true);
+    let staged = call(d, Method::POST, &tables, Some(staged))
+        .await
+        .assert_ok(200)["metadata"]
+        .clone();
+    let loaded = call(d, Method::GET, &format!("{tables}/t"), None).await;
+    assert!(!loaded.assert_ok(200)["config"].is_null());
+    call(d, Method::HEAD, &format!("{tables}/t"), None).await;
+    call(d, Method::GET, &tables, None).await.assert_ok(200);
+    call(d, Method::GET, &format!("{namespaces}/ns/views"), None)
+        .await
+        .assert_ok(200);
+    let report = json!({"report-type": "scan-report"});
+    call(
+        d,
+        Method::POST,
+        &format!("{tables}/t/metrics"),
+        Some(report),
+    )
+    .await;
+    let rename = json!({
+        "source": {"namespace": ["ns"], "name": "t"},
+        "destination": {"namespace": ["ns"], "name": "t2"}
+    });
+    call(
+        d,
+        Method::POST,
+        &format!("/v1/{ORG}/tables/rename"),
+        Some(rename),
+    )
+    .await;
+
+    // Commits: an append, and the create commit of the staged table.
+    let current = call(d, Method::GET, &format!("{tables}/t2"), None).await;
+    let append = append_body(&current.assert_ok(200)["metadata"], 1);
+    call(d, Method::POST, &format!("{tables}/t2"), Some(append))
+        .await
+        .assert_ok(200);
+    let create = json!({
+        "requirements": [{"type": "assert-create"}],
+        "updates": [
+            {"action": "assign-uuid", "uuid": staged["table-uuid"]},
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": staged["schemas"][0]},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "set-location", "location": staged["location"]}
+        ]
+    });
+    call(d, Method::POST, &format!("{tables}/staged"), Some(create))
+        .await
+        .assert_ok(200);
+
+    // Tables loads what the commits function wrote.
+    call(d, Method::GET, &format!("{tables}/t2"), None)
+        .await
+        .assert_ok(200);
+
+    // Credentials.
+    call(d, Method::GET, &format!("{tables}/t2/credentials"), None)
+        .await
+        .assert_ok(200);
+
+    // Tables again: drop; then the namespace goes.
+    for table in ["t2", "staged"] {
+        let dropped = call(d, Method::DELETE, &format!("{tables}/{table}"), None).await;
+        assert_eq!(dropped.status.as_u16(), 204);
+    }
+    call(d, Method::DELETE, &format!("{namespaces}/ns"), None).await;
+
+    // The purge, once the recovery period has passed.
+    recorder.set(Some(Function::Purge));
+    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let report = d.instances[&Function::Purge]
+        .purge_expired(later, RECOVERY_PERIOD, 100)
+        .await
+        .unwrap();
+    recorder.set(None);
+    assert_eq!(report.purged.len(), 2, "{report:?}");
+
+    let seen = recorder.seen.lock().unwrap().clone();
+    let mut mismatches = Vec::new();
+    for function in Function::ALL {
+        let declared: BTreeSet<Capability> = function.uses().iter().copied().collect();
+        let used = seen.get(&function).cloned().unwrap_or_default();
+        let undeclared: Vec<_> = used.difference(&declared).collect();
+        let unused: Vec<_> = declared.difference(&used).collect();
+        if !undeclared.is_empty() || !unused.is_empty() {
+            mismatches.push(format!(
+                "{}: used but not declared {undeclared:?}; declared but not used {unused:?}",
+                function.name()
+            ));
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
