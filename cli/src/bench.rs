@@ -275,7 +275,7 @@ async fn start_private_catalog(
 ) -> Result<(String, String, Arc<CountingStore>), String> {
     let token = floe::auth::generate_token();
     let mut counting = None;
-    let (catalog, _) = floe::local::open_wrapped(dir, "demo", Some(&token), |store| {
+    let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), |store| {
         let wrapped = Arc::new(CountingStore::new(store));
         counting = Some(wrapped.clone());
         wrapped

@@ -7,9 +7,9 @@ use clap::{Args, Subcommand};
 use floe::bootstrap;
 use floe::clock::SystemClock;
 use floe::config::{Settings, StoreKind};
+use floe::model::OrgRole;
 use floe::routes::Group;
 use floe::store::dynamodb::DynamoStore;
-use floe::store::rows::OrgRole;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -78,7 +78,7 @@ fn init_logging(format: &str) {
 pub async fn serve(args: ServeArgs) -> Result<(), String> {
     init_logging(&args.log_format);
     let settings = &args.settings;
-    let (catalog, boot) = floe::local::open_catalog(settings)
+    let (catalog, boot) = floe::deployment::open_catalog(settings)
         .await
         .map_err(|e| e.to_string())?;
     if let Some(token) = &boot.generated_token {
@@ -147,7 +147,7 @@ async fn init(settings: &Settings) -> Result<(), String> {
             Ok(())
         }
         StoreKind::Dynamodb => {
-            let sdk = floe::local::aws_config().await;
+            let sdk = floe::deployment::aws_config().await;
             let store = DynamoStore::new(aws_sdk_dynamodb_client(&sdk), &settings.dynamodb_table);
             let created = store.create_table().await.map_err(|e| e.to_string())?;
             if created {
@@ -160,18 +160,18 @@ async fn init(settings: &Settings) -> Result<(), String> {
     }
 }
 
-fn aws_sdk_dynamodb_client(sdk: &floe::local::SdkConfig) -> floe::local::DynamoClient {
-    floe::local::DynamoClient::new(sdk)
+fn aws_sdk_dynamodb_client(sdk: &floe::deployment::SdkConfig) -> floe::deployment::DynamoClient {
+    floe::deployment::DynamoClient::new(sdk)
 }
 
 async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
     let settings = &args.settings;
     let sdk = if settings.uses_aws() {
-        Some(floe::local::aws_config().await)
+        Some(floe::deployment::aws_config().await)
     } else {
         None
     };
-    let store = floe::local::open_store(settings, sdk.as_ref())
+    let store = floe::deployment::open_store(settings, sdk.as_ref())
         .await
         .map_err(|e| e.to_string())?;
     let org = args.org.as_deref().unwrap_or(&settings.dev_org);

@@ -4,30 +4,12 @@
 //! so a copy of the store never yields a usable token.
 
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::CatalogError;
+use crate::model::Principal;
 use crate::store::MetaStore;
 use crate::store::rows::{self, TokenRow, keys};
-
-/// What kind of principal made a request; attribution rules differ.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum PrincipalKind {
-    User,
-    ApiClient,
-}
-
-/// The authenticated caller.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Principal {
-    pub id: String,
-    pub kind: PrincipalKind,
-    /// Display name; stamped as snapshot author for users only.
-    pub name: String,
-    pub email: Option<String>,
-}
 
 /// Prefix of api-client tokens.
 pub const TOKEN_PREFIX: &str = "ema_";

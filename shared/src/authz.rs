@@ -5,7 +5,7 @@
 //! through `Access` without changing any caller.
 
 use crate::error::CatalogError;
-use crate::store::rows::{NamespaceRow, OrgRole};
+use crate::model::{NamespaceRow, OrgRole};
 
 /// What a principal wants to do. Each action implies the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,13 +3,12 @@
 
 use std::path::Path;
 
-use crate::auth::{self, Principal, PrincipalKind};
+use crate::auth;
 use crate::clock::Clock;
 use crate::error::{CatalogError, Result};
+use crate::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, Principal, PrincipalKind};
 use crate::objects::local::file_url;
-use crate::store::rows::{
-    self, BucketAuth, BucketRow, MemberRow, OrgRole, OrgRow, Platform, TokenRow, keys,
-};
+use crate::store::rows::{self, MemberRow, TokenRow, keys};
 use crate::store::{Condition, MetaStore, StoreError};
 
 /// Creates an org unless it exists. Returns whether it was created.

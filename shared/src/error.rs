@@ -44,20 +44,12 @@ pub enum CatalogError {
     /// A failure of the server or its dependencies (500).
     #[error("{0}")]
     Internal(String),
-}
-
-impl From<StoreError> for CatalogError {
-    fn from(e: StoreError) -> Self {
-        tracing::error!(error = %e, "catalog store failure");
-        CatalogError::Internal("The catalog store failed; retry the request".into())
-    }
-}
-
-impl From<ObjectError> for CatalogError {
-    fn from(e: ObjectError) -> Self {
-        tracing::error!(error = %e, "object storage failure");
-        CatalogError::Internal("Table storage failed; retry the request".into())
-    }
+    /// The catalog store failed (500). Clients see only this message; the edge logs the source.
+    #[error("The catalog store failed; retry the request")]
+    Store(#[from] StoreError),
+    /// Table storage failed (500). Clients see only this message; the edge logs the source.
+    #[error("Table storage failed; retry the request")]
+    Objects(#[from] ObjectError),
 }
 
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

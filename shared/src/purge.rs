@@ -31,8 +31,9 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::error::CatalogError;
+use crate::model::{BucketRow, NamespaceRow};
 use crate::objects::{ObjectError, ObjectStore};
-use crate::store::rows::{self, BucketRow, NameClaimRow, NameHolder, NamespaceRow, keys};
+use crate::store::rows::{self, NameClaimRow, NameHolder, keys};
 use crate::store::{Condition, Key, StoreError, Write};
 
 /// How long a dropped namespace stays recoverable.

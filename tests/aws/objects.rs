@@ -3,10 +3,10 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use floe::model::{BucketAuth, S3Defaults};
 use floe::objects::local::{LocalObjectStore, file_url};
-use floe::objects::s3::{S3Defaults, S3Stores};
+use floe::objects::s3::S3Stores;
 use floe::objects::{ObjectError, ObjectStore};
-use floe::store::rows::BucketAuth;
 
 use floe_tests::moto;
 

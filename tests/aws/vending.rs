@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use floe::auth::{Principal, PrincipalKind};
 use floe::clock::ManualClock;
 use floe::config::DEFAULT_CREDENTIALS_MIN_REMAINING_SECS;
-use floe::objects::s3::S3Defaults;
-use floe::store::rows::{BucketAuth, BucketRow, Platform};
+use floe::model::{BucketAuth, BucketRow, Platform, Principal, PrincipalKind, S3Defaults};
 use floe::vending::policy::{session_name, session_policy};
 use floe::vending::sts::StsVendor;
 use floe::vending::{AccessLevel, CredentialVendor};

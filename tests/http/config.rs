@@ -1,6 +1,7 @@
+use floe::model::OrgRow;
 use floe::routes::ROUTES;
 use floe::store::Condition;
-use floe::store::rows::{OrgRow, keys};
+use floe::store::rows::keys;
 use floe_tests::*;
 use http::Method;
 

@@ -9,13 +9,12 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use floe::auth::Principal;
 use floe::catalog::Catalog;
 use floe::error::CatalogError;
 use floe::iam::{Capability, Function, ObjectUse, StoreUse};
+use floe::model::{BucketAuth, BucketRow, Principal};
 use floe::objects::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
 use floe::purge::RECOVERY_PERIOD;
-use floe::store::rows::{BucketAuth, BucketRow};
 use floe::store::{Item, Key, MetaStore, StoreError, Write};
 use floe::vending::{AccessLevel, CredentialVendor, Vended};
 use floe_tests::*;

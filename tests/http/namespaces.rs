@@ -1,4 +1,5 @@
-use floe::store::rows::{BucketAuth, NameClaimRow, NameHolder, keys};
+use floe::model::BucketAuth;
+use floe::store::rows::{NameClaimRow, NameHolder, keys};
 use floe::store::{Condition, rows};
 use floe_tests::*;
 use http::Method;

@@ -1,5 +1,6 @@
+use floe::model::NamespaceRow;
 use floe::store::embedded::{EmbeddedStore, OpenError};
-use floe::store::rows::{self, NamespaceRow, keys};
+use floe::store::rows::{self, keys};
 use floe_tests::*;
 
 #[tokio::test]

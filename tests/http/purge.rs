@@ -1,8 +1,9 @@
 use std::sync::atomic::Ordering;
 
 use floe::bootstrap;
+use floe::model::{BucketAuth, BucketRow, NamespaceRow};
 use floe::purge::RECOVERY_PERIOD;
-use floe::store::rows::{self, BucketAuth, BucketRow, NamespaceRow, keys};
+use floe::store::rows::{self, keys};
 use floe::store::{Condition, Key, Write};
 use floe_tests::*;
 use serde_json::json;

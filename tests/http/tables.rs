@@ -1,4 +1,4 @@
-use floe::store::rows::BucketAuth;
+use floe::model::BucketAuth;
 use floe_tests::*;
 use http::Method;
 use serde_json::{Value, json};

@@ -19,7 +19,9 @@ fn events_dir() -> PathBuf {
 
 /// Org `demo` with `events_ns` (holding `events_table`) and an empty `events_empty`.
 async fn provisioned(dir: &Path) -> Arc<Catalog> {
-    let (catalog, _) = floe::local::open(dir, "demo", Some(TOKEN)).await.unwrap();
+    let (catalog, _) = floe::deployment::open(dir, "demo", Some(TOKEN))
+        .await
+        .unwrap();
     let router = floe::http::router(catalog.clone(), &Group::ALL);
     for (path, body) in [
         (

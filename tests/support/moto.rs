@@ -2,7 +2,7 @@
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
-use floe::store::rows::{BucketAuth, BucketRow, Platform};
+use floe::model::{BucketAuth, BucketRow, Platform};
 
 pub fn endpoint() -> String {
     std::env::var("FLOE_MOTO_ENDPOINT").expect(

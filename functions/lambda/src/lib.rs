@@ -20,7 +20,7 @@ pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
         .without_time()
         .init();
     let settings = floe::config::Settings::from_env()?;
-    let (catalog, _) = floe::local::open_catalog(&settings).await?;
+    let (catalog, _) = floe::deployment::open_catalog(&settings).await?;
     Ok(catalog)
 }
 

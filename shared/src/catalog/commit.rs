@@ -10,10 +10,10 @@ use super::metadata::metadata_file_location;
 use super::namespaces::busy;
 use super::tables::{NewTableError, format_v3_unsupported};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, placement};
-use crate::auth::{Principal, PrincipalKind};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
-use crate::store::rows::{self, NamespaceRow, TableRow, Versioned, keys};
+use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
+use crate::store::rows::{self, Versioned, keys};
 use crate::store::{Condition, StoreError, Token};
 use crate::types::{CommitTableResponse, TableIdentifier};
 

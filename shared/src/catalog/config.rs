@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::Catalog;
-use crate::auth::Principal;
 use crate::error::{CatalogError, Result};
+use crate::model::Principal;
 use crate::routes::advertised_endpoints;
 use crate::types::CatalogConfig;
 

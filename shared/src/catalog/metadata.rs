@@ -13,8 +13,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{CatalogError, Result};
+use crate::model::TableRow;
 use crate::objects::{ObjectError, ObjectStore, join};
-use crate::store::rows::TableRow;
 
 /// `<location>/metadata/NNNNN-<uuid>.metadata.json`; the first file of a table is version 0.
 pub fn metadata_file_location(table_location: &str, version: u64) -> String {

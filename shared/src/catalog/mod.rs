@@ -19,16 +19,14 @@ use std::time::Duration;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 pub use tables::TableRequestOptions;
 
-use crate::auth::Principal;
 use crate::authz::{Access, access_denied};
 use crate::cache::TtlCache;
 use crate::clock::Clock;
 use crate::error::{CatalogError, Result};
+use crate::model::{BucketRow, NamespaceRow, OrgRow, Platform, Principal, TableRow};
 use crate::objects::{ObjectStore, ObjectStores};
 use crate::store::MetaStore;
-use crate::store::rows::{
-    self, BucketRow, MemberRow, NamespaceRow, OrgRow, Platform, TableRow, Versioned, keys,
-};
+use crate::store::rows::{self, MemberRow, Versioned, keys};
 use crate::vending::CredentialVendor;
 use metadata::MetadataCache;
 use metadata::TableRef;
@@ -43,7 +41,7 @@ pub struct Catalog {
     page_tokens: paging::PageTokens,
     tokens: TtlCache<String, Principal>,
     /// (org, principal id) -> the org row and the principal's role in it.
-    standing: TtlCache<(String, String), (Option<OrgRow>, Option<rows::OrgRole>)>,
+    standing: TtlCache<(String, String), (Option<OrgRow>, Option<crate::model::OrgRole>)>,
     /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
     /// namespace live (a namespace with tables cannot be dropped), so a read needs only the
     /// table row; a miss re-reads the namespace.
@@ -257,7 +255,7 @@ impl Catalog {
                 CatalogError::BadRequest(format!("Unknown bucket configuration: {nickname}"))
             })?
             .row;
-        if bucket.auth == rows::BucketAuth::Anonymous {
+        if bucket.auth == crate::model::BucketAuth::Anonymous {
             return Err(CatalogError::BadRequest(format!(
                 "Bucket configuration '{nickname}' allows anonymous access only and cannot back Iceberg storage"
             )));

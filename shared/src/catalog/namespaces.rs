@@ -6,9 +6,8 @@ use super::storage::{self, MarkerOwner};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
-use crate::store::rows::{
-    self, NameClaimRow, NameHolder, NamespaceRow, PrefixClaimRow, Versioned, keys,
-};
+use crate::model::NamespaceRow;
+use crate::store::rows::{self, NameClaimRow, NameHolder, PrefixClaimRow, Versioned, keys};
 use crate::store::{Condition, StoreError};
 use crate::types::{
     CreateNamespaceRequest, ListNamespacesResponse, NamespaceResponse,

@@ -12,10 +12,9 @@ use iceberg::spec::TableMetadata;
 use super::storage::{self, MarkerOwner};
 use super::{Catalog, OrgContext};
 use crate::error::{CatalogError, Result};
+use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
 use crate::objects::join;
-use crate::store::rows::{
-    BucketRow, DirectoryClaimRow, NamespaceRow, TableRow, TableStorage, keys,
-};
+use crate::store::rows::{DirectoryClaimRow, keys};
 
 /// Table properties that name where engines write files.
 pub const PATH_PROPERTIES: [&str; 3] = [

@@ -17,9 +17,8 @@ use super::storage;
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
-use crate::store::rows::{
-    self, BucketRow, NamespaceRow, PrefixClaimRow, TableRow, Versioned, keys,
-};
+use crate::model::{BucketRow, NamespaceRow, TableRow};
+use crate::store::rows::{self, PrefixClaimRow, Versioned, keys};
 use crate::store::{Condition, StoreError, Token, Write};
 use crate::types::{
     CreateTableRequest, ListTablesResponse, LoadCredentialsResponse, LoadTableResult,

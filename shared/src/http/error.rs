@@ -35,9 +35,10 @@ impl CatalogError {
             | CatalogError::CommitFailed(_) => StatusCode::CONFLICT,
             CatalogError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             CatalogError::Unsupported(_) => StatusCode::NOT_ACCEPTABLE,
-            CatalogError::CommitStateUnknown(_) | CatalogError::Internal(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
+            CatalogError::CommitStateUnknown(_)
+            | CatalogError::Internal(_)
+            | CatalogError::Store(_)
+            | CatalogError::Objects(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -58,7 +59,9 @@ impl CatalogError {
             CatalogError::Unprocessable(_) => "UnprocessableEntityException",
             CatalogError::Unsupported(_) => "UnsupportedOperationException",
             CatalogError::CommitStateUnknown(_) => "CommitStateUnknownException",
-            CatalogError::Internal(_) => "InternalServerError",
+            CatalogError::Internal(_) | CatalogError::Store(_) | CatalogError::Objects(_) => {
+                "InternalServerError"
+            }
         }
     }
 
@@ -77,7 +80,9 @@ impl IntoResponse for CatalogError {
     fn into_response(self) -> Response {
         let status = self.status();
         if status.is_server_error() {
-            tracing::error!(status = status.as_u16(), error_type = self.type_name(), message = %self, "request failed");
+            // The source of a store or storage failure is logged here, never sent.
+            let source = std::error::Error::source(&self).map(ToString::to_string);
+            tracing::error!(status = status.as_u16(), error_type = self.type_name(), message = %self, source, "request failed");
         } else {
             tracing::debug!(status = status.as_u16(), error_type = self.type_name(), message = %self, "request rejected");
         }

@@ -9,9 +9,10 @@ use http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::AppState;
-use crate::auth::{self, Principal};
+use crate::auth;
 use crate::catalog::names;
 use crate::error::CatalogError;
+use crate::model::Principal;
 
 /// The authenticated caller.
 pub struct Authenticated(pub Principal);

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use super::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
-use crate::store::rows::{BucketRow, Platform};
+use crate::model::{BucketRow, Platform};
 
 /// Files under one root directory, addressed as `file://<root>/...`.
 #[derive(Debug, Clone)]

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::store::rows::BucketRow;
+use crate::model::BucketRow;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ObjectError {
     #[error("object not found: {0}")]
     NotFound(String),
@@ -79,7 +79,7 @@ impl ObjectStores for PlatformStores {
         &self,
         bucket: &BucketRow,
     ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
-        use crate::store::rows::Platform;
+        use crate::model::Platform;
         match (bucket.platform, &self.s3) {
             (Platform::S3, Some(s3)) => Ok(s3.for_bucket(bucket).await?),
             (Platform::S3, None) => Err(ObjectStoresError::Unsupported(

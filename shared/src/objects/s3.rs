@@ -15,16 +15,7 @@ use bytes::Bytes;
 
 use super::{ObjectError, ObjectStore, ObjectStoresError};
 use crate::iam::ObjectUse;
-use crate::store::rows::{BucketAuth, BucketRow};
-
-/// Splits `s3://bucket/key` into bucket and key.
-pub fn parse_s3_url(location: &str) -> Option<(&str, &str)> {
-    let rest = location
-        .strip_prefix("s3://")
-        .or_else(|| location.strip_prefix("s3a://"))?;
-    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-    (!bucket.is_empty()).then_some((bucket, key))
-}
+use crate::model::{BucketAuth, BucketRow, S3Defaults, bucket_endpoint, parse_s3_url};
 
 /// Objects of one S3 bucket.
 #[derive(Clone, Debug)]
@@ -196,15 +187,6 @@ impl ObjectStore for S3ObjectStore {
     }
 }
 
-/// Settings every S3 client starts from; a bucket configuration's own endpoint, region and
-/// credentials override them.
-#[derive(Clone, Debug, Default)]
-pub struct S3Defaults {
-    pub endpoint: Option<String>,
-    pub region: Option<String>,
-    pub path_style: bool,
-}
-
 /// The region a bucket configuration uses, falling back to the server's defaults.
 pub fn bucket_region(bucket: &BucketRow, defaults: &S3Defaults, sdk: &SdkConfig) -> Option<String> {
     bucket
@@ -212,14 +194,6 @@ pub fn bucket_region(bucket: &BucketRow, defaults: &S3Defaults, sdk: &SdkConfig)
         .clone()
         .or_else(|| defaults.region.clone())
         .or_else(|| sdk.region().map(|r| r.to_string()))
-}
-
-/// The endpoint a bucket configuration uses, if not AWS's own.
-pub fn bucket_endpoint(bucket: &BucketRow, defaults: &S3Defaults) -> Option<String> {
-    bucket
-        .endpoint
-        .clone()
-        .or_else(|| defaults.endpoint.clone())
 }
 
 /// S3 clients per bucket configuration, built once and reused.

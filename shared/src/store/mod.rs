@@ -102,7 +102,7 @@ impl Write {
 }
 
 /// Store failures. `Unknown` means the write may or may not have landed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("condition failed on write {index} ({key:?})")]
     ConditionFailed { index: usize, key: Key },

@@ -3,70 +3,10 @@
 //! Every row is stored as JSON in an item's body; the item's version counts its writes and is
 //! what conditional writes compare. Keys follow the design's DynamoDB sketch.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::{Condition, Item, Key, MetaStore, StoreError, Token, Write};
-use crate::auth::Principal;
-
-/// An organization: the catalog's warehouse.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct OrgRow {
-    pub name: String,
-    pub iceberg_enabled: bool,
-    /// Nickname of the bucket configuration namespaces use unless they name another.
-    pub default_bucket: String,
-    pub created_ms: u64,
-}
-
-/// Which storage platform a bucket configuration points at.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Platform {
-    /// A directory on the server's own filesystem (`file://` locations).
-    Local,
-    /// Amazon S3 or an S3-compatible service.
-    S3,
-    /// Azure Blob Storage: configurable for repos, refused for Iceberg storage.
-    Azure,
-}
-
-/// How the catalog reaches a bucket.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum BucketAuth {
-    /// The server's own access (local filesystem).
-    Server,
-    /// Public-read without credentials: cannot back Iceberg storage.
-    Anonymous,
-    /// A customer-managed role the catalog assumes to vend scoped credentials.
-    CustomerManagedRole {
-        role_arn: String,
-        external_id: Option<String>,
-    },
-    /// Static HMAC keys, handed to engines as they are.
-    Hmac {
-        access_key_id: String,
-        secret_access_key: String,
-    },
-}
-
-/// A bucket configuration of an org, addressed by its nickname.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct BucketRow {
-    pub nickname: String,
-    pub platform: Platform,
-    /// Root URL, e.g. `file:///srv/warehouse` or `s3://bucket/prefix`, without a trailing `/`.
-    pub root: String,
-    pub auth: BucketAuth,
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    #[serde(default)]
-    pub region: Option<String>,
-    #[serde(default)]
-    pub path_style: bool,
-}
+use crate::model::{OrgRole, Principal};
 
 /// Who holds a name in an org: namespaces and repos share one case-insensitive set.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -90,99 +30,6 @@ pub struct PrefixClaimRow {
     pub owner: String,
 }
 
-/// Namespace visibility.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum Visibility {
-    #[default]
-    Private,
-    AuthenticatedPublic,
-}
-
-/// A namespace and its storage binding.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct NamespaceRow {
-    pub id: String,
-    pub org: String,
-    pub name: String,
-    pub bucket: String,
-    /// Server-generated prefix inside the bucket.
-    pub prefix: String,
-    /// Storage root URL of the namespace: `<bucket root>/<prefix>`.
-    pub location: String,
-    pub properties: BTreeMap<String, String>,
-    #[serde(default)]
-    pub visibility: Visibility,
-    /// Live tables; a namespace can only be dropped at zero.
-    pub table_count: u64,
-    pub created_ms: u64,
-    /// Set while soft-deleted: the name and prefix stay claimed until the purge.
-    #[serde(default)]
-    pub deleted_ms: Option<u64>,
-    /// When the purge fenced the namespace before touching its files: it can no longer be
-    /// restored, only finished by the purge.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub purging: Option<u64>,
-    /// Purge attempts that failed so far.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub purge_attempts: u32,
-    /// Why the last failed purge attempt failed (a short message, for operators).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub purge_last_error: Option<String>,
-    /// Where the purge index orders the namespace when not at `deleted_ms`: after a failed
-    /// attempt it is moved behind the namespaces due, by a backoff (see `purge`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub purge_index_ms: Option<u64>,
-}
-
-fn is_zero(n: &u32) -> bool {
-    *n == 0
-}
-
-/// A storage override bound to one table.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TableStorage {
-    pub bucket: String,
-    pub prefix: String,
-}
-
-/// A table: the single source of truth for its identity, where it lives and its current
-/// metadata. Nothing read from storage may change these fields except through a verified commit.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TableRow {
-    /// The table uuid; every metadata file of the table must carry it.
-    pub id: String,
-    pub namespace_id: String,
-    pub name: String,
-    /// The server-assigned directory that holds every file of the table, immutable and shared
-    /// with no other table; vended credentials are scoped to it. Rows written before directories
-    /// were recorded use their `location`.
-    #[serde(default)]
-    pub directory: Option<String>,
-    /// Bucket configuration of the directory (the namespace's, or the override's). Rows written
-    /// before it was recorded use the override's or the namespace's.
-    #[serde(default)]
-    pub bucket: Option<String>,
-    /// The metadata's `location` (inside `directory`).
-    pub location: String,
-    pub metadata_location: String,
-    /// Number of the current metadata file (`NNNNN-` in its name).
-    pub metadata_version: u64,
-    /// SHA-256 (hex) of the current metadata file as the catalog wrote it.
-    #[serde(default)]
-    pub metadata_sha256: Option<String>,
-    #[serde(default)]
-    pub storage_override: Option<TableStorage>,
-    pub created_ms: u64,
-}
-
-impl TableRow {
-    /// The directory the table owns.
-    pub fn directory(&self) -> &str {
-        self.directory.as_deref().unwrap_or(&self.location)
-    }
-}
-
 /// A table directory claimed inside a namespace, so that no two tables (live or dropped, whose
 /// files stay) ever share one. Kept until the namespace is purged.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -196,15 +43,6 @@ pub struct DirectoryClaimRow {
 pub struct TokenRow {
     pub principal: Principal,
     pub created_ms: u64,
-}
-
-/// An org role: what an org member may do with every namespace in the org.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum OrgRole {
-    Read,
-    Write,
-    Admin,
 }
 
 /// Membership of a principal in an org.
@@ -356,38 +194,5 @@ fn put_item<T: Serialize>(
             index,
         },
         condition,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn namespace_rows_written_before_the_purge_fence_still_decode() {
-        let old = br#"{"id":"n1","org":"acme","name":"ns","bucket":"default","prefix":"ns-abc",
-            "location":"file:///w/ns-abc","properties":{},"table_count":0,"created_ms":1,
-            "deleted_ms":2}"#;
-        let row: NamespaceRow = serde_json::from_slice(old).unwrap();
-        assert_eq!(row.deleted_ms, Some(2));
-        assert_eq!(
-            (
-                row.purging,
-                row.purge_attempts,
-                row.purge_last_error.as_deref()
-            ),
-            (None, 0, None)
-        );
-        assert_eq!(row.purge_index_ms, None);
-        // Rows without purge bookkeeping are written as before.
-        let written = serde_json::to_value(&row).unwrap();
-        assert!(
-            written
-                .as_object()
-                .unwrap()
-                .keys()
-                .all(|k| !k.starts_with("purg")),
-            "{written}"
-        );
     }
 }

@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::auth::Principal;
 use crate::error::CatalogError;
-use crate::store::rows::{BucketRow, Platform};
+use crate::model::{BucketRow, Platform, Principal};
 
 /// What the credentials may do: readers never receive write access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::AccessLevel;
-use crate::objects::s3::parse_s3_url;
+use crate::model::parse_s3_url;
 
 /// STS rejects packed session policies above this size.
 pub const MAX_SESSION_POLICY_CHARS: usize = 2048;

@@ -10,11 +10,9 @@ use aws_sdk_sts::Client;
 
 use super::policy::{MAX_SESSION_POLICY_CHARS, arn_partition, session_name, session_policy};
 use super::{AccessLevel, CredentialVendor, StorageCredential, Vended};
-use crate::auth::Principal;
 use crate::clock::Clock;
 use crate::error::CatalogError;
-use crate::objects::s3::{S3Defaults, bucket_endpoint};
-use crate::store::rows::{BucketAuth, BucketRow, Platform};
+use crate::model::{BucketAuth, BucketRow, Platform, Principal, S3Defaults, bucket_endpoint};
 
 /// Vended credentials live for one hour.
 pub const SESSION_SECONDS: i32 = 3600;

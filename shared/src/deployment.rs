@@ -1,6 +1,7 @@
-//! Building a catalog from `Settings`: the store, object stores and vendor they name, and the
-//! first-start bootstrap of the development org. Used by `floe serve`, the admin commands, the
-//! bench and every Lambda function.
+//! The composition root of every deployment: builds the catalog that `Settings` describe (the
+//! store, object stores and credential vendor they name) and runs the first-start bootstrap of
+//! the development org. `floe serve`, the admin commands, the bench and every Lambda function
+//! start here, so they cannot differ in how they are put together.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,18 +11,18 @@ use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{DEFAULT_CREDENTIALS_MIN_REMAINING_SECS, Settings, StoreKind};
 use crate::error::CatalogError;
+use crate::model::{BucketAuth, BucketRow, Platform, S3Defaults, parse_s3_url};
 use crate::objects::PlatformStores;
 use crate::objects::local::LocalObjectStores;
-use crate::objects::s3::{S3Defaults, S3Stores, parse_s3_url};
+use crate::objects::s3::S3Stores;
 use crate::store::MetaStore;
 use crate::store::dynamodb::DynamoStore;
 use crate::store::embedded::{EmbeddedStore, OpenError};
-use crate::store::rows::{BucketAuth, BucketRow, Platform};
 use crate::vending::sts::StsVendor;
 use crate::vending::{CredentialVendor, NoVending};
 
 #[derive(Debug, thiserror::Error)]
-pub enum LocalError {
+pub enum DeploymentError {
     #[error(transparent)]
     Open(#[from] OpenError),
     #[error("bootstrap failed: {0}")]
@@ -64,7 +65,7 @@ fn s3_defaults(settings: &Settings, sdk: &aws_config::SdkConfig) -> S3Defaults {
 pub async fn open_store(
     settings: &Settings,
     sdk: Option<&aws_config::SdkConfig>,
-) -> Result<Arc<dyn MetaStore>, LocalError> {
+) -> Result<Arc<dyn MetaStore>, DeploymentError> {
     match (settings.store, sdk) {
         (StoreKind::Embedded, _) => Ok(Arc::new(EmbeddedStore::open(&store_dir(
             &settings.data_dir,
@@ -73,21 +74,24 @@ pub async fn open_store(
             aws_sdk_dynamodb::Client::new(sdk),
             &settings.dynamodb_table,
         ))),
-        (StoreKind::Dynamodb, None) => Err(LocalError::Settings(
+        (StoreKind::Dynamodb, None) => Err(DeploymentError::Settings(
             "the DynamoDB store needs AWS settings".into(),
         )),
     }
 }
 
 /// The dev org's default bucket: FLOE_DEV_BUCKET on S3, else the local warehouse.
-fn dev_bucket(settings: &Settings, defaults: Option<&S3Defaults>) -> Result<BucketRow, LocalError> {
+fn dev_bucket(
+    settings: &Settings,
+    defaults: Option<&S3Defaults>,
+) -> Result<BucketRow, DeploymentError> {
     let Some(url) = &settings.dev_bucket else {
         return Ok(bootstrap::local_bucket(
             &settings.data_dir.join("warehouse"),
         )?);
     };
     if parse_s3_url(url).is_none() {
-        return Err(LocalError::Settings(format!(
+        return Err(DeploymentError::Settings(format!(
             "FLOE_DEV_BUCKET must be s3://bucket[/prefix], not {url}"
         )));
     }
@@ -119,7 +123,9 @@ fn dev_bucket(settings: &Settings, defaults: Option<&S3Defaults>) -> Result<Buck
 }
 
 /// Builds the catalog the settings describe and bootstraps the development org.
-pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+pub async fn open_catalog(
+    settings: &Settings,
+) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
     open_catalog_wrapped(settings, |store| store).await
 }
 
@@ -127,7 +133,7 @@ pub async fn open_catalog(settings: &Settings) -> Result<(Arc<Catalog>, DevBoots
 pub async fn open_catalog_wrapped(
     settings: &Settings,
     wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
-) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
     let sdk = if settings.uses_aws() {
         Some(aws_config().await)
     } else {
@@ -185,7 +191,7 @@ pub async fn open(
     data_dir: &Path,
     org: &str,
     token: Option<&str>,
-) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
     open_wrapped(data_dir, org, token, |store| store).await
 }
 
@@ -195,7 +201,7 @@ pub async fn open_wrapped(
     org: &str,
     token: Option<&str>,
     wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
-) -> Result<(Arc<Catalog>, DevBootstrap), LocalError> {
+) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
     let settings = Settings {
         data_dir: data_dir.to_path_buf(),
         dev_org: org.to_owned(),

@@ -1,0 +1,77 @@
+//! Bucket configurations: where an org's data lives and how the catalog reaches it.
+
+use serde::{Deserialize, Serialize};
+
+/// Which storage platform a bucket configuration points at.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Platform {
+    /// A directory on the server's own filesystem (`file://` locations).
+    Local,
+    /// Amazon S3 or an S3-compatible service.
+    S3,
+    /// Azure Blob Storage: configurable for repos, refused for Iceberg storage.
+    Azure,
+}
+
+/// How the catalog reaches a bucket.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BucketAuth {
+    /// The server's own access (local filesystem).
+    Server,
+    /// Public-read without credentials: cannot back Iceberg storage.
+    Anonymous,
+    /// A customer-managed role the catalog assumes to vend scoped credentials.
+    CustomerManagedRole {
+        role_arn: String,
+        external_id: Option<String>,
+    },
+    /// Static HMAC keys, handed to engines as they are.
+    Hmac {
+        access_key_id: String,
+        secret_access_key: String,
+    },
+}
+
+/// A bucket configuration of an org, addressed by its nickname.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BucketRow {
+    pub nickname: String,
+    pub platform: Platform,
+    /// Root URL, e.g. `file:///srv/warehouse` or `s3://bucket/prefix`, without a trailing `/`.
+    pub root: String,
+    pub auth: BucketAuth,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub path_style: bool,
+}
+
+/// Splits `s3://bucket/key` into bucket and key.
+pub fn parse_s3_url(location: &str) -> Option<(&str, &str)> {
+    let rest = location
+        .strip_prefix("s3://")
+        .or_else(|| location.strip_prefix("s3a://"))?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then_some((bucket, key))
+}
+
+/// Settings every S3 client starts from; a bucket configuration's own endpoint, region and
+/// credentials override them.
+#[derive(Clone, Debug, Default)]
+pub struct S3Defaults {
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub path_style: bool,
+}
+
+/// The endpoint a bucket configuration uses, if not AWS's own.
+pub fn bucket_endpoint(bucket: &BucketRow, defaults: &S3Defaults) -> Option<String> {
+    bucket
+        .endpoint
+        .clone()
+        .or_else(|| defaults.endpoint.clone())
+}

@@ -1,0 +1,141 @@
+//! What the catalog holds: orgs, namespaces and tables, each with its storage binding.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// An organization: the catalog's warehouse.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OrgRow {
+    pub name: String,
+    pub iceberg_enabled: bool,
+    /// Nickname of the bucket configuration namespaces use unless they name another.
+    pub default_bucket: String,
+    pub created_ms: u64,
+}
+
+/// Namespace visibility.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Visibility {
+    #[default]
+    Private,
+    AuthenticatedPublic,
+}
+
+/// A namespace and its storage binding.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NamespaceRow {
+    pub id: String,
+    pub org: String,
+    pub name: String,
+    pub bucket: String,
+    /// Server-generated prefix inside the bucket.
+    pub prefix: String,
+    /// Storage root URL of the namespace: `<bucket root>/<prefix>`.
+    pub location: String,
+    pub properties: BTreeMap<String, String>,
+    #[serde(default)]
+    pub visibility: Visibility,
+    /// Live tables; a namespace can only be dropped at zero.
+    pub table_count: u64,
+    pub created_ms: u64,
+    /// Set while soft-deleted: the name and prefix stay claimed until the purge.
+    #[serde(default)]
+    pub deleted_ms: Option<u64>,
+    /// When the purge fenced the namespace before touching its files: it can no longer be
+    /// restored, only finished by the purge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purging: Option<u64>,
+    /// Purge attempts that failed so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub purge_attempts: u32,
+    /// Why the last failed purge attempt failed (a short message, for operators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_last_error: Option<String>,
+    /// Where the purge index orders the namespace when not at `deleted_ms`: after a failed
+    /// attempt it is moved behind the namespaces due, by a backoff (see `purge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_index_ms: Option<u64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A storage override bound to one table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TableStorage {
+    pub bucket: String,
+    pub prefix: String,
+}
+
+/// A table: the single source of truth for its identity, where it lives and its current
+/// metadata. Nothing read from storage may change these fields except through a verified commit.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TableRow {
+    /// The table uuid; every metadata file of the table must carry it.
+    pub id: String,
+    pub namespace_id: String,
+    pub name: String,
+    /// The server-assigned directory that holds every file of the table, immutable and shared
+    /// with no other table; vended credentials are scoped to it. Rows written before directories
+    /// were recorded use their `location`.
+    #[serde(default)]
+    pub directory: Option<String>,
+    /// Bucket configuration of the directory (the namespace's, or the override's). Rows written
+    /// before it was recorded use the override's or the namespace's.
+    #[serde(default)]
+    pub bucket: Option<String>,
+    /// The metadata's `location` (inside `directory`).
+    pub location: String,
+    pub metadata_location: String,
+    /// Number of the current metadata file (`NNNNN-` in its name).
+    pub metadata_version: u64,
+    /// SHA-256 (hex) of the current metadata file as the catalog wrote it.
+    #[serde(default)]
+    pub metadata_sha256: Option<String>,
+    #[serde(default)]
+    pub storage_override: Option<TableStorage>,
+    pub created_ms: u64,
+}
+
+impl TableRow {
+    /// The directory the table owns.
+    pub fn directory(&self) -> &str {
+        self.directory.as_deref().unwrap_or(&self.location)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_rows_written_before_the_purge_fence_still_decode() {
+        let old = br#"{"id":"n1","org":"acme","name":"ns","bucket":"default","prefix":"ns-abc",
+            "location":"file:///w/ns-abc","properties":{},"table_count":0,"created_ms":1,
+            "deleted_ms":2}"#;
+        let row: NamespaceRow = serde_json::from_slice(old).unwrap();
+        assert_eq!(row.deleted_ms, Some(2));
+        assert_eq!(
+            (
+                row.purging,
+                row.purge_attempts,
+                row.purge_last_error.as_deref()
+            ),
+            (None, 0, None)
+        );
+        assert_eq!(row.purge_index_ms, None);
+        // Rows without purge bookkeeping are written as before.
+        let written = serde_json::to_value(&row).unwrap();
+        assert!(
+            written
+                .as_object()
+                .unwrap()
+                .keys()
+                .all(|k| !k.starts_with("purg")),
+            "{written}"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! The catalog's domain types: who acts (principals and their roles), where data lives (bucket
+//! configurations and their locations) and what the catalog holds (orgs, namespaces, tables).
+//!
+//! They depend on nothing else in the crate, so authentication, authorization, the store, object
+//! storage and vending can all share them without depending on one another.
+
+mod bucket;
+mod catalog;
+mod principal;
+
+pub use bucket::{BucketAuth, BucketRow, Platform, S3Defaults, bucket_endpoint, parse_s3_url};
+pub use catalog::{NamespaceRow, OrgRow, TableRow, TableStorage, Visibility};
+pub use principal::{OrgRole, Principal, PrincipalKind};
