@@ -142,7 +142,14 @@ pub async fn get<T: DeserializeOwned>(
     }
 }
 
-/// A put of `row` at `key`: version 1 when created, `expected + 1` when replacing.
+/// The version of a row written without a version condition: random, so that a row deleted and
+/// written again under the same key never repeats the versions of its earlier incarnation, and a
+/// `VersionIs` read from that one can never hold for the new one. Below 2^53, exact everywhere.
+fn first_version() -> u64 {
+    rand::random_range(1u64 << 32..1u64 << 53)
+}
+
+/// A put of `row` at `key`: a fresh random version when created, `expected + 1` when replacing.
 pub fn put<T: Serialize>(key: Key, row: &T, condition: Condition) -> Write {
     put_indexed(key, row, condition, None)
 }
@@ -168,7 +175,7 @@ pub fn put_tokened<T: Serialize>(
 ) -> Write {
     let mut write = put_item(key, row, condition, None, Some(token));
     if let Write::Put { item, .. } = &mut write {
-        item.version = previous_version.map_or(1, |v| v + 1);
+        item.version = previous_version.map_or_else(first_version, |v| v + 1);
     }
     write
 }
@@ -182,7 +189,7 @@ fn put_item<T: Serialize>(
 ) -> Write {
     let version = match condition {
         Condition::VersionIs(v) => v + 1,
-        _ => 1,
+        _ => first_version(),
     };
     let body = serde_json::to_vec(row).expect("catalog rows always serialize");
     Write::Put {
@@ -194,5 +201,27 @@ fn put_item<T: Serialize>(
             index,
         },
         condition,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recreated_rows_never_repeat_versions() {
+        let version = |w: Write| match w {
+            Write::Put { item, .. } => item.version,
+            _ => unreachable!(),
+        };
+        let key = || Key::new("P", "S");
+        let first = version(put(key(), &"a", Condition::NotExists));
+        let again = version(put(key(), &"a", Condition::NotExists));
+        assert_ne!(first, again);
+        assert!(first >= 1 << 32);
+        assert_eq!(
+            version(put(key(), &"b", Condition::VersionIs(first))),
+            first + 1
+        );
     }
 }

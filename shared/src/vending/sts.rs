@@ -1,9 +1,9 @@
 //! Credential vending with STS AssumeRole, scoped by a session policy, plus a cache that
 //! collapses concurrent misses into one STS call and never hands out nearly expired credentials.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use aws_sdk_sts::Client;
@@ -13,6 +13,9 @@ use super::{AccessLevel, CredentialVendor, StorageCredential, Vended};
 use crate::clock::Clock;
 use crate::error::CatalogError;
 use crate::model::{BucketAuth, BucketRow, Platform, Principal, S3Defaults, bucket_endpoint};
+
+/// Credential sets remembered at most (one per role, table directory and access level).
+const CACHED_CREDENTIALS: u64 = 10_000;
 
 /// Vended credentials live for one hour.
 pub const SESSION_SECONDS: i32 = 3600;
@@ -33,8 +36,6 @@ struct CacheKey {
     access: AccessLevel,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<TemporaryCredentials>>>;
-
 /// Vends through STS for role-backed S3 buckets and passes static HMAC keys through.
 pub struct StsVendor {
     client: Client,
@@ -44,7 +45,8 @@ pub struct StsVendor {
     default_role_arn: Option<String>,
     /// Cached credentials are only handed out with at least this much lifetime left.
     min_remaining_ms: u64,
-    slots: Mutex<HashMap<CacheKey, Slot>>,
+    /// Credentials by role, location and level; concurrent misses share one STS call.
+    cached: moka::future::Cache<CacheKey, TemporaryCredentials>,
     sts_calls: AtomicU64,
 }
 
@@ -65,7 +67,10 @@ impl StsVendor {
             defaults,
             default_role_arn,
             min_remaining_ms,
-            slots: Mutex::new(HashMap::new()),
+            cached: moka::future::Cache::builder()
+                .max_capacity(CACHED_CREDENTIALS)
+                .time_to_live(std::time::Duration::from_secs(SESSION_SECONDS as u64))
+                .build(),
             sts_calls: AtomicU64::new(0),
         }
     }
@@ -88,22 +93,41 @@ impl StsVendor {
             location: location.to_owned(),
             access,
         };
-        let slot = self
-            .slots
-            .lock()
-            .expect("credential cache")
-            .entry(key)
-            .or_default()
-            .clone();
-        // Holding the slot's lock across the STS call makes concurrent misses wait for one call.
-        let mut cached = slot.lock().await;
-        let now = self.clock.now_ms();
-        if let Some(credentials) = cached
-            .as_ref()
-            .filter(|c| c.expires_at_ms >= now + self.min_remaining_ms)
-        {
-            return Ok(credentials.clone());
+        // Credentials are handed out only with `min_remaining_ms` left: a cached set that is
+        // older is dropped and fetched again (once; what this call fetched itself is fresh).
+        for _ in 0..2 {
+            let fetched = AtomicBool::new(false);
+            let load = async {
+                fetched.store(true, Ordering::Relaxed);
+                self.call_sts(role_arn, external_id, location, access, principal)
+                    .await
+            };
+            let credentials = self
+                .cached
+                .try_get_with(key.clone(), load)
+                .await
+                .map_err(|shared| (*shared).clone())?;
+            let now = self.clock.now_ms();
+            if fetched.load(Ordering::Relaxed)
+                || credentials.expires_at_ms >= now + self.min_remaining_ms
+            {
+                return Ok(credentials);
+            }
+            self.cached.invalidate(&key).await;
         }
+        Err(CatalogError::Internal(
+            "Could not obtain fresh storage credentials; retry the request".into(),
+        ))
+    }
+
+    async fn call_sts(
+        &self,
+        role_arn: &str,
+        external_id: Option<&str>,
+        location: &str,
+        access: AccessLevel,
+        principal: &Principal,
+    ) -> Result<TemporaryCredentials, CatalogError> {
         let partition = arn_partition(role_arn).ok_or_else(|| {
             CatalogError::Internal("The bucket's role is not a valid role ARN".into())
         })?;
@@ -141,7 +165,6 @@ impl StsVendor {
             session_token: credentials.session_token().to_owned(),
             expires_at_ms: credentials.expiration().to_millis().unwrap_or(0).max(0) as u64,
         };
-        *cached = Some(fresh.clone());
         Ok(fresh)
     }
 
