@@ -10,7 +10,6 @@ session ends.
 
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -80,9 +79,10 @@ def moto_endpoint():
         return
     port = _free_port()
     log_path = os.path.join(tempfile.mkdtemp(prefix="floe-moto-"), "moto.log")
-    server = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or "moto_server"
+    # moto's own application, one request at a time: see tests/support/moto_server.py.
+    launcher = os.path.join(os.path.dirname(__file__), "..", "support", "moto_server.py")
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, launcher, "127.0.0.1", str(port)], stdout=log, stderr=subprocess.STDOUT)
         endpoint = f"http://127.0.0.1:{port}"
         _wait_for(f"{endpoint}/moto-api/data.json", proc, log_path)
         try:
