@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use clap::Args;
 use floe::routes::Group;
-use floe::store::counting::{CountingStore, StoreCounts};
+use floe::store::observed::{ObservedStore, StoreCounter, StoreCounts};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
@@ -119,7 +119,7 @@ impl Summary {
 
 pub async fn run(args: BenchArgs) -> Result<(), String> {
     let _private: Option<tempfile::TempDir>;
-    let mut counter: Option<Arc<CountingStore>> = None;
+    let mut counter: Option<Arc<StoreCounter>> = None;
     let (base, token, warehouse) = match (&args.url, &args.token) {
         (Some(url), Some(token)) => {
             _private = None;
@@ -272,17 +272,15 @@ fn now_ms() -> u64 {
 
 async fn start_private_catalog(
     dir: &std::path::Path,
-) -> Result<(String, String, Arc<CountingStore>), String> {
+) -> Result<(String, String, Arc<StoreCounter>), String> {
     let token = floe::auth::generate_token();
-    let mut counting = None;
+    let counting = Arc::new(StoreCounter::default());
+    let observer = counting.observer();
     let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), |store| {
-        let wrapped = Arc::new(CountingStore::new(store));
-        counting = Some(wrapped.clone());
-        wrapped
+        Arc::new(ObservedStore::new(store, observer))
     })
     .await
     .map_err(|e| e.to_string())?;
-    let counting = counting.ok_or("the store was not opened")?;
     let app = floe::http::router(catalog, &Group::ALL);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

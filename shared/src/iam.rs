@@ -17,36 +17,10 @@ use std::collections::BTreeSet;
 
 use crate::objects::s3::{S3ObjectStore, S3Stores};
 use crate::routes::Group;
-use crate::store::Write;
+pub use crate::store::StoreUse;
 use crate::store::dynamodb::DynamoStore;
 use crate::vending::policy::{BUCKET_ACTIONS, READ_ACTIONS, WRITE_ACTIONS};
 use crate::vending::sts::StsVendor;
-
-/// One way of using the catalog store (`MetaStore`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum StoreUse {
-    Get,
-    Query,
-    /// A query of the index of soft-deleted namespaces.
-    QueryIndex,
-    /// A `Write::Put`, alone or in a batch.
-    Put,
-    /// A `Write::Delete`, alone or in a batch.
-    Delete,
-    /// A `Write::Check` (in a batch).
-    Check,
-}
-
-impl StoreUse {
-    /// The use one part of a write is.
-    pub fn of_write(write: &Write) -> StoreUse {
-        match write {
-            Write::Put { .. } => StoreUse::Put,
-            Write::Delete { .. } => StoreUse::Delete,
-            Write::Check { .. } => StoreUse::Check,
-        }
-    }
-}
 
 /// One way of using table storage (`ObjectStore`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -126,7 +126,7 @@ pub struct LoadCredentialsResponse {
 pub struct CommitTableResponse {
     #[serde(rename = "metadata-location")]
     pub metadata_location: String,
-    pub metadata: TableMetadata,
+    pub metadata: std::sync::Arc<TableMetadata>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

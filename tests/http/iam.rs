@@ -15,7 +15,7 @@ use floe::iam::{Capability, Function, ObjectUse, StoreUse};
 use floe::model::{BucketAuth, BucketRow, Principal};
 use floe::objects::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
 use floe::purge::RECOVERY_PERIOD;
-use floe::store::{Item, Key, MetaStore, StoreError, Write};
+use floe::store::observed::{ObservedStore, Observer};
 use floe::vending::{AccessLevel, CredentialVendor, Vended};
 use floe_tests::*;
 use http::Method;
@@ -42,48 +42,6 @@ impl Recorder {
 
     fn set(&self, function: Option<Function>) {
         *self.current.lock().unwrap() = function;
-    }
-}
-
-struct RecordingStore {
-    inner: Arc<dyn MetaStore>,
-    recorder: Arc<Recorder>,
-}
-
-#[async_trait]
-impl MetaStore for RecordingStore {
-    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.recorder.note(Capability::Store(StoreUse::Get));
-        self.inner.get(key).await
-    }
-
-    async fn query(
-        &self,
-        pk: &str,
-        sk_prefix: &str,
-        start_after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Item>, StoreError> {
-        self.recorder.note(Capability::Store(StoreUse::Query));
-        self.inner.query(pk, sk_prefix, start_after, limit).await
-    }
-
-    async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        for write in &writes {
-            self.recorder
-                .note(Capability::Store(StoreUse::of_write(write)));
-        }
-        self.inner.write(writes).await
-    }
-
-    async fn query_index(
-        &self,
-        index_pk: &str,
-        upto_sk: &str,
-        limit: usize,
-    ) -> Result<Vec<Key>, StoreError> {
-        self.recorder.note(Capability::Store(StoreUse::QueryIndex));
-        self.inner.query_index(index_pk, upto_sk, limit).await
     }
 }
 
@@ -232,10 +190,12 @@ async fn every_function_uses_exactly_what_it_declares() {
     let (r1, r2, r3) = (recorder.clone(), recorder.clone(), recorder.clone());
     let c = TestCatalog::with_adapters(Wrap {
         store: Box::new(move |inner| {
-            Arc::new(RecordingStore {
-                inner,
-                recorder: r1,
-            })
+            let observer: Observer = Arc::new(move |uses: &[StoreUse]| {
+                for store_use in uses {
+                    r1.note(Capability::Store(*store_use));
+                }
+            });
+            Arc::new(ObservedStore::new(inner, observer))
         }),
         objects: Box::new(move |inner| {
             Arc::new(RecordingObjects {

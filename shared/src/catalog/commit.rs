@@ -1,7 +1,9 @@
 //! The commit path: check requirements, apply updates with the `iceberg` metadata builder,
 //! stamp authors, write a new metadata file, then compare-and-swap the table's pointer.
 
-use iceberg::spec::{FormatVersion, SortOrder, TableMetadataBuilder, UnboundPartitionSpec};
+use iceberg::spec::{
+    FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
+};
 use iceberg::{ErrorKind, TableRequirement, TableUpdate};
 use serde::Deserialize;
 use serde_json::Value;
@@ -79,16 +81,12 @@ impl Catalog {
         let row = current.row;
         let bucket = self.table_bucket(ctx, ns, &row).await?;
         let objects = self.objects_for(&bucket).await?;
-        let base = self
-            .current_metadata(ctx, ns, &row, &*objects)
-            .await?
-            .parse()?;
+        let base = self.base_metadata(ctx, ns, &row, &*objects).await?;
         for requirement in &request.requirements {
             requirement.check(Some(&base)).map_err(requirement_failed)?;
         }
-        let mut builder = base
-            .clone()
-            .into_builder(Some(row.metadata_location.clone()));
+        let mut builder =
+            TableMetadata::clone(&base).into_builder(Some(row.metadata_location.clone()));
         for update in request.updates {
             builder = update.apply(builder).map_err(update_failed)?;
         }
@@ -102,15 +100,16 @@ impl Catalog {
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
         let version = row.metadata_version + 1;
         let location = metadata_file_location(built.metadata.location(), version);
+        let next_location = built.metadata.location().to_owned();
         let written = self
             .metadata
-            .write(&*objects, &location, &built.metadata)
+            .write(&*objects, &location, built.metadata)
             .await?;
         let next = TableRow {
-            location: built.metadata.location().to_owned(),
+            location: next_location,
             metadata_location: location.clone(),
             metadata_version: version,
-            metadata_sha256: Some(written.sha256.clone()),
+            metadata_sha256: Some(written.file.sha256.clone()),
             directory: Some(row.directory().to_owned()),
             bucket: Some(bucket.nickname.clone()),
             ..row.clone()
@@ -127,7 +126,7 @@ impl Catalog {
         match self.store.write(vec![swap]).await {
             Ok(()) => Ok(CommitTableResponse {
                 metadata_location: location,
-                metadata: built.metadata,
+                metadata: written.metadata,
             }),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
@@ -215,7 +214,7 @@ impl Catalog {
                 Ok(created) => {
                     return Ok(CommitTableResponse {
                         metadata_location: created.row.metadata_location,
-                        metadata: created.metadata.parse()?,
+                        metadata: created.metadata.metadata.clone(),
                     });
                 }
                 Err(NewTableError::NamespaceChanged) => continue,

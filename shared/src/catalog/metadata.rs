@@ -39,12 +39,13 @@ pub struct CachedMetadata {
 }
 
 impl CachedMetadata {
-    /// The parsed document, for the commit path (loads serve `raw` as it is).
-    pub fn parse(&self) -> Result<TableMetadata> {
-        serde_json::from_slice(&self.raw).map_err(|e| {
-            tracing::error!(error = %e, "verified metadata file does not parse");
-            CatalogError::Internal("The table's current metadata file is unreadable".into())
-        })
+    fn parse(&self) -> Result<Arc<TableMetadata>> {
+        serde_json::from_slice(&self.raw)
+            .map(Arc::new)
+            .map_err(|e| {
+                tracing::error!(error = %e, "verified metadata file does not parse");
+                CatalogError::Internal("The table's current metadata file is unreadable".into())
+            })
     }
 }
 
@@ -64,25 +65,70 @@ pub struct TableRef<'a> {
 }
 
 /// Metadata files by location. A location is written once, so an entry never goes stale; it is
-/// still re-verified against the row on every use.
+/// still re-verified against the row on every use. Loads use the stored bytes only; the parsed
+/// documents that commits build on are kept apart, so tables that are only read cost no parse
+/// and no memory for one.
 pub struct MetadataCache {
     entries: moka::future::Cache<String, Arc<CachedMetadata>>,
+    parsed: moka::future::Cache<String, Parsed>,
 }
 
+/// A parsed document and the size of the JSON it came from (what its weight is counted from).
+#[derive(Clone)]
+struct Parsed {
+    json_len: usize,
+    metadata: Arc<TableMetadata>,
+}
+
+/// A metadata file the catalog just wrote, as stored and as built.
+pub struct Written {
+    pub file: Arc<CachedMetadata>,
+    pub metadata: Arc<TableMetadata>,
+}
+
+/// A parsed document takes about this many times the memory of its JSON.
+const PARSED_WEIGHT_FACTOR: usize = 3;
+
 impl MetadataCache {
+    /// At most `max_bytes` of stored documents, and as much again for parsed ones.
     pub fn new(max_bytes: u64) -> Self {
+        let weight = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
         Self {
             entries: moka::future::Cache::builder()
                 .max_capacity(max_bytes)
-                .weigher(|_, entry: &Arc<CachedMetadata>| {
-                    u32::try_from(entry.raw.len()).unwrap_or(u32::MAX)
-                })
+                .weigher(move |_, entry: &Arc<CachedMetadata>| weight(entry.raw.len()))
+                .build(),
+            parsed: moka::future::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(move |_, parsed: &Parsed| weight(parsed.json_len * PARSED_WEIGHT_FACTOR))
                 .build(),
         }
     }
 
     pub fn clear(&self) {
         self.entries.invalidate_all();
+        self.parsed.invalidate_all();
+    }
+
+    /// The table's current metadata, verified against its row and parsed: the base of a commit.
+    pub async fn load_parsed(
+        &self,
+        objects: &dyn ObjectStore,
+        table: &TableRef<'_>,
+    ) -> Result<Arc<TableMetadata>> {
+        let current = self.load(objects, table).await?;
+        let parse = async {
+            Ok::<_, CatalogError>(Parsed {
+                json_len: current.raw.len(),
+                metadata: current.parse()?,
+            })
+        };
+        let parsed = self
+            .parsed
+            .try_get_with_by_ref(&table.row.metadata_location, parse)
+            .await
+            .map_err(|shared| (*shared).clone())?;
+        Ok(parsed.metadata)
     }
 
     /// The table's current metadata file, verified against its row. Concurrent misses for one
@@ -123,9 +169,9 @@ impl MetadataCache {
         &self,
         objects: &dyn ObjectStore,
         location: &str,
-        metadata: &TableMetadata,
-    ) -> Result<Arc<CachedMetadata>> {
-        let raw = Bytes::from(serde_json::to_vec(metadata).map_err(|e| {
+        metadata: TableMetadata,
+    ) -> Result<Written> {
+        let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| {
             CatalogError::Internal(format!("Cannot serialize table metadata: {e}"))
         })?);
         objects
@@ -143,10 +189,19 @@ impl MetadataCache {
             location: metadata.location().to_owned(),
             raw,
         });
+        let metadata = Arc::new(metadata);
+        let parsed = Parsed {
+            json_len: raw_len(&entry),
+            metadata: metadata.clone(),
+        };
         self.entries
             .insert(location.to_owned(), entry.clone())
             .await;
-        Ok(entry)
+        self.parsed.insert(location.to_owned(), parsed).await;
+        Ok(Written {
+            file: entry,
+            metadata,
+        })
     }
 }
 
@@ -173,6 +228,10 @@ async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMet
 }
 
 /// What differs between a file and the row that points at it (`Err` names it, never contents).
+fn raw_len(entry: &CachedMetadata) -> usize {
+    entry.raw.len()
+}
+
 fn verify(entry: &CachedMetadata, row: &TableRow) -> std::result::Result<(), &'static str> {
     if let Some(expected) = &row.metadata_sha256
         && *expected != entry.sha256

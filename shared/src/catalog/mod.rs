@@ -227,6 +227,26 @@ impl Catalog {
             .ok_or_else(|| no_such_table(&ns.name, table))
     }
 
+    /// The table's current metadata, verified against its row and parsed (a commit's base).
+    async fn base_metadata(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        row: &TableRow,
+        objects: &dyn ObjectStore,
+    ) -> Result<Arc<iceberg::spec::TableMetadata>> {
+        self.metadata
+            .load_parsed(
+                objects,
+                &TableRef {
+                    org: &ctx.org.name,
+                    namespace: &ns.name,
+                    row,
+                },
+            )
+            .await
+    }
+
     /// The table's current metadata file, verified against its row.
     async fn current_metadata(
         &self,

@@ -8,9 +8,7 @@ use iceberg::spec::{
     UnboundPartitionSpec,
 };
 
-use std::sync::Arc;
-
-use super::metadata::{CachedMetadata, metadata_file_location};
+use super::metadata::{Written, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
 use super::placement::{self, Placement};
 use super::storage;
@@ -38,7 +36,7 @@ pub struct TableRequestOptions {
 /// A table just inserted: its row, its first metadata file and the bucket it lives on.
 pub(super) struct NewTable {
     pub row: TableRow,
-    pub metadata: Arc<CachedMetadata>,
+    pub metadata: Written,
     pub bucket: BucketRow,
 }
 
@@ -206,7 +204,7 @@ impl Catalog {
                                 directory: row.directory(),
                             },
                             Some(row.metadata_location.clone()),
-                            metadata.raw.clone(),
+                            metadata.file.raw.clone(),
                             options,
                         )
                         .await;
@@ -231,20 +229,21 @@ impl Catalog {
     ) -> std::result::Result<NewTable, NewTableError> {
         let objects = self.objects_for(&placement.bucket).await?;
         let metadata_location = metadata_file_location(metadata.location(), 0);
+        let (id, location) = (metadata.uuid().to_string(), metadata.location().to_owned());
         let written = self
             .metadata
-            .write(&*objects, &metadata_location, &metadata)
+            .write(&*objects, &metadata_location, metadata)
             .await?;
         let row = TableRow {
-            id: metadata.uuid().to_string(),
+            id,
             namespace_id: ns.row.id.clone(),
             name: name.to_owned(),
             directory: Some(placement.directory.clone()),
             bucket: Some(placement.bucket.nickname.clone()),
-            location: metadata.location().to_owned(),
+            location,
             metadata_location: metadata_location.clone(),
             metadata_version: 0,
-            metadata_sha256: Some(written.sha256.clone()),
+            metadata_sha256: Some(written.file.sha256.clone()),
             storage_override: placement.storage_override.clone(),
             created_ms: self.clock.now_ms(),
         };

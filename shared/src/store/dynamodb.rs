@@ -16,8 +16,7 @@ use aws_sdk_dynamodb::types::{
     TransactWriteItem,
 };
 
-use super::{Condition, Item, Key, MetaStore, StoreError, Token, Write, validate_batch};
-use crate::iam::StoreUse;
+use super::{Condition, Item, Key, MetaStore, StoreError, StoreUse, Token, Write, validate_batch};
 
 /// Name of the sparse index over soft-deleted namespaces, for the purge.
 pub const DELETED_INDEX: &str = "deleted";

@@ -6,9 +6,9 @@
 //! such write with a `TokenIs` condition: items may carry a random write token, which unlike the
 //! version never repeats across a drop and re-create of the same key.
 
-pub mod counting;
 pub mod dynamodb;
 pub mod embedded;
+pub mod observed;
 pub mod rows;
 
 use async_trait::async_trait;
@@ -175,4 +175,30 @@ pub fn validate_batch(writes: &[Write]) -> Result<(), StoreError> {
         ));
     }
     Ok(())
+}
+
+/// One way of using the catalog store (`MetaStore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StoreUse {
+    Get,
+    Query,
+    /// A query of the index of soft-deleted namespaces.
+    QueryIndex,
+    /// A `Write::Put`, alone or in a batch.
+    Put,
+    /// A `Write::Delete`, alone or in a batch.
+    Delete,
+    /// A `Write::Check` (in a batch).
+    Check,
+}
+
+impl StoreUse {
+    /// The use one part of a write is.
+    pub fn of_write(write: &Write) -> StoreUse {
+        match write {
+            Write::Put { .. } => StoreUse::Put,
+            Write::Delete { .. } => StoreUse::Delete,
+            Write::Check { .. } => StoreUse::Check,
+        }
+    }
 }
