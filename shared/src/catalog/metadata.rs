@@ -27,8 +27,9 @@ pub fn metadata_file_location(table_location: &str, version: u64) -> String {
     )
 }
 
-/// Default bound of the metadata cache: a quarter of a 256 MB function.
-pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+/// Default bound of each half of the metadata cache (stored documents, parsed documents): the
+/// two together stay under 100 MB of a 256 MB function.
+pub const DEFAULT_CACHE_BYTES: u64 = 48 * 1024 * 1024;
 
 /// One metadata file as stored, with what verification compares.
 pub struct CachedMetadata {
