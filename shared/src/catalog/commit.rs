@@ -81,7 +81,10 @@ impl Catalog {
         let row = current.row;
         let bucket = self.table_bucket(ctx, ns, &row).await?;
         let objects = self.objects_for(&bucket).await?;
-        let base = self.base_metadata(ctx, ns, &row, &*objects).await?;
+        let base = self
+            .metadata
+            .load_parsed(&*objects, &Self::table_ref(ctx, ns, &row))
+            .await?;
         for requirement in &request.requirements {
             requirement.check(Some(&base)).map_err(requirement_failed)?;
         }

@@ -227,44 +227,14 @@ impl Catalog {
             .ok_or_else(|| no_such_table(&ns.name, table))
     }
 
-    /// The table's current metadata, verified against its row and parsed (a commit's base).
-    async fn base_metadata(
-        &self,
-        ctx: &OrgContext,
-        ns: &NamespaceRow,
-        row: &TableRow,
-        objects: &dyn ObjectStore,
-    ) -> Result<Arc<iceberg::spec::TableMetadata>> {
-        self.metadata
-            .load_parsed(
-                objects,
-                &TableRef {
-                    org: &ctx.org.name,
-                    namespace: &ns.name,
-                    row,
-                },
-            )
-            .await
-    }
-
-    /// The table's current metadata file, verified against its row.
-    async fn current_metadata(
-        &self,
-        ctx: &OrgContext,
-        ns: &NamespaceRow,
-        row: &TableRow,
-        objects: &dyn ObjectStore,
-    ) -> Result<Arc<metadata::CachedMetadata>> {
-        self.metadata
-            .load(
-                objects,
-                &TableRef {
-                    org: &ctx.org.name,
-                    namespace: &ns.name,
-                    row,
-                },
-            )
-            .await
+    /// Who a table's metadata is read for: verification compares against `row`, log lines
+    /// name the org and namespace.
+    fn table_ref<'a>(ctx: &'a OrgContext, ns: &'a NamespaceRow, row: &'a TableRow) -> TableRef<'a> {
+        TableRef {
+            org: &ctx.org.name,
+            namespace: &ns.name,
+            row,
+        }
     }
 
     /// A bucket configuration that can back Iceberg storage, or 400.

@@ -341,7 +341,10 @@ impl Catalog {
         let row = row.row;
         let bucket = self.table_bucket(ctx, &ns, &row).await?;
         let objects = self.objects_for(&bucket).await?;
-        let current = self.current_metadata(ctx, &ns, &row, &*objects).await?;
+        let current = self
+            .metadata
+            .load(&*objects, &Self::table_ref(ctx, &ns, &row))
+            .await?;
         let raw = if options.only_referenced_snapshots {
             referenced_snapshots_only(&current.raw)?
         } else {
