@@ -211,7 +211,9 @@ impl Catalog {
                 match self.store.write(vec![write]).await {
                     Ok(()) => ns.version + 1,
                     // Restored (or handled by a concurrent run) since it was read.
-                    Err(StoreError::ConditionFailed { .. }) => return Ok(Outcome::Skipped),
+                    Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
+                        return Ok(Outcome::Skipped);
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -284,7 +286,7 @@ impl Catalog {
         }
         match self.store.write(writes).await {
             Ok(()) => Ok(true),
-            Err(StoreError::ConditionFailed { .. }) => Ok(false),
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e),
         }
     }

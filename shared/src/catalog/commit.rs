@@ -133,7 +133,7 @@ impl Catalog {
             }),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
-            Err(StoreError::ConditionFailed { .. }) => {
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
                 Err(CommitFailedRace::message(&ns.name, &row.name))
             }
             Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {

@@ -257,7 +257,7 @@ impl Catalog {
             let write = rows::put_indexed(key, &row, Condition::VersionIs(ns.version), Some(index));
             match self.store.write(vec![write]).await {
                 Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -310,7 +310,7 @@ impl Catalog {
                         missing,
                     });
                 }
-                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
         }

@@ -297,7 +297,8 @@ impl Catalog {
                 metadata: written,
                 bucket: placement.bucket,
             }),
-            Err(StoreError::ConditionFailed { index: 0, .. }) => {
+            // The namespace row (its table count) is the contended item: read it again.
+            Err(StoreError::ConditionFailed { index: 0, .. } | StoreError::Conflict(_)) => {
                 Err(NewTableError::NamespaceChanged)
             }
             Err(StoreError::ConditionFailed { index: 1, .. }) => {
@@ -420,7 +421,7 @@ impl Catalog {
             ];
             match self.store.write(writes).await {
                 Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. }) => continue,
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
         }

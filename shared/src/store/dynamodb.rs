@@ -113,14 +113,15 @@ fn condition_parts(condition: Condition) -> (Option<String>, Option<Attributes>)
 fn write_error<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
     e: SdkError<E, R>,
 ) -> StoreError {
-    const NOT_APPLIED: [&str; 7] = [
+    // TransactionInProgressException is not among them: an earlier attempt with the same client
+    // request token is still running and may yet land.
+    const NOT_APPLIED: [&str; 6] = [
         "ProvisionedThroughputExceededException",
         "ThrottlingException",
         "RequestLimitExceeded",
         "ValidationException",
         "ResourceNotFoundException",
         "AccessDeniedException",
-        "TransactionInProgressException",
     ];
     match &e {
         SdkError::ConstructionFailure(_) => StoreError::Unavailable(format!("{e:?}")),
@@ -275,17 +276,51 @@ impl DynamoStore {
                     aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(c) => Some(c),
                     _ => None,
                 }) {
-                    let reasons = canceled.cancellation_reasons();
-                    if let Some(index) = reasons.iter().position(|r| r.code() == Some("ConditionalCheckFailed")) {
-                        return Err(StoreError::ConditionFailed { index, key: writes[index].key().clone() });
-                    }
-                    // Cancelled for another reason (a conflicting transaction, throttling): nothing applied.
-                    let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).collect();
-                    return Err(StoreError::Unavailable(format!("transaction cancelled: {codes:?}")));
+                    let codes: Vec<Option<&str>> = canceled
+                        .cancellation_reasons()
+                        .iter()
+                        .map(|r| r.code())
+                        .collect();
+                    return Err(match cancellation(&codes) {
+                        Cancellation::ConditionFailed(index) => StoreError::ConditionFailed {
+                            index,
+                            key: writes[index].key().clone(),
+                        },
+                        Cancellation::Conflict => StoreError::Conflict(format!(
+                            "transaction cancelled by a concurrent one: {codes:?}"
+                        )),
+                        Cancellation::NotApplied => StoreError::Unavailable(format!(
+                            "transaction cancelled: {codes:?}"
+                        )),
+                    });
                 }
                 Err(write_error(e))
             }
         }
+    }
+}
+
+/// What a cancelled transaction's reasons prove. Nothing of a cancelled transaction is applied.
+#[derive(Debug, PartialEq, Eq)]
+enum Cancellation {
+    /// The condition of this write failed.
+    ConditionFailed(usize),
+    /// Another transaction held one of the items: a lost race, like a failed condition.
+    Conflict,
+    /// Throttling or another transient cause.
+    NotApplied,
+}
+
+fn cancellation(codes: &[Option<&str>]) -> Cancellation {
+    if let Some(index) = codes
+        .iter()
+        .position(|c| *c == Some("ConditionalCheckFailed"))
+    {
+        Cancellation::ConditionFailed(index)
+    } else if codes.contains(&Some("TransactionConflict")) {
+        Cancellation::Conflict
+    } else {
+        Cancellation::NotApplied
     }
 }
 
@@ -393,5 +428,31 @@ impl MetaStore for DynamoStore {
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         validate_batch(&writes)?;
         self.transact(&writes).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancellation_reasons_classify_what_happened() {
+        let none = "None";
+        assert_eq!(
+            cancellation(&[Some(none), Some("ConditionalCheckFailed")]),
+            Cancellation::ConditionFailed(1)
+        );
+        assert_eq!(
+            cancellation(&[Some("TransactionConflict"), Some(none)]),
+            Cancellation::Conflict
+        );
+        assert_eq!(
+            cancellation(&[Some("TransactionConflict"), Some("ConditionalCheckFailed")]),
+            Cancellation::ConditionFailed(1)
+        );
+        assert_eq!(
+            cancellation(&[Some("ThrottlingError"), None]),
+            Cancellation::NotApplied
+        );
     }
 }

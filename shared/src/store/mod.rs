@@ -108,6 +108,9 @@ pub enum StoreError {
     ConditionFailed { index: usize, key: Key },
     #[error("store outcome unknown: {0}")]
     Unknown(String),
+    /// A concurrent write held an item: nothing was applied, as with a failed condition.
+    #[error("write lost to a concurrent one: {0}")]
+    Conflict(String),
     #[error("store unavailable: {0}")]
     Unavailable(String),
     #[error("store holds a malformed item {key:?}: {reason}")]
