@@ -410,8 +410,7 @@ impl TestCatalog {
     }
 
     pub async fn read_json(&self, location: &str) -> Value {
-        serde_json::from_slice(&self.objects_at(location).await.get(location).await.unwrap())
-            .unwrap()
+        serde_json::from_slice(&self.read_bytes(location).await).unwrap()
     }
 
     pub async fn request(

@@ -16,7 +16,7 @@ use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
 use crate::store::rows::{self, Versioned, keys};
-use crate::store::{Condition, StoreError, Token};
+use crate::store::{Condition, StoreError};
 use crate::types::{CommitTableResponse, TableIdentifier};
 
 /// Snapshot summary key stamped with the committing user's display name.
@@ -124,7 +124,6 @@ impl Catalog {
             &next,
             Condition::TokenIs(current.token),
             Some(current.version),
-            Token::random(),
         );
         match self.store.write(vec![swap]).await {
             Ok(()) => Ok(CommitTableResponse {

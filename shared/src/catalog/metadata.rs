@@ -144,10 +144,7 @@ impl MetadataCache {
             .entries
             .try_get_with_by_ref(location, read(objects, location))
             .await
-            .map_err(|e| match Arc::try_unwrap(e) {
-                Ok(e) => e,
-                Err(shared) => CatalogError::Internal(shared.to_string()),
-            })?;
+            .map_err(|shared| (*shared).clone())?;
         if let Err(mismatch) = verify(&entry, table.row) {
             self.entries.invalidate(location).await;
             tracing::error!(
@@ -192,7 +189,7 @@ impl MetadataCache {
         });
         let metadata = Arc::new(metadata);
         let parsed = Parsed {
-            json_len: raw_len(&entry),
+            json_len: entry.raw.len(),
             metadata: metadata.clone(),
         };
         self.entries
@@ -229,10 +226,6 @@ async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMet
 }
 
 /// What differs between a file and the row that points at it (`Err` names it, never contents).
-fn raw_len(entry: &CachedMetadata) -> usize {
-    entry.raw.len()
-}
-
 fn verify(entry: &CachedMetadata, row: &TableRow) -> std::result::Result<(), &'static str> {
     if let Some(expected) = &row.metadata_sha256
         && *expected != entry.sha256
@@ -248,7 +241,7 @@ fn verify(entry: &CachedMetadata, row: &TableRow) -> std::result::Result<(), &'s
     Ok(())
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
+fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 

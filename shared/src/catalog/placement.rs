@@ -14,7 +14,7 @@ use super::{Catalog, OrgContext};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
 use crate::objects::join;
-use crate::store::rows::{DirectoryClaimRow, keys};
+use crate::store::rows::keys;
 
 /// Table properties that name where engines write files.
 pub const PATH_PROPERTIES: [&str; 3] = [
@@ -36,16 +36,19 @@ pub(super) struct Placement {
     pub claim: Option<String>,
 }
 
-impl Placement {
-    pub fn claim_row(&self, table_id: &str) -> Option<DirectoryClaimRow> {
-        self.claim.as_ref().map(|_| DirectoryClaimRow {
-            directory: self.directory.clone(),
-            table_id: table_id.to_owned(),
-        })
-    }
-}
-
 impl Catalog {
+    /// Gives up a placement that no table row will hold: an override's marker is removed so
+    /// its prefix is free again. Best effort: a marker left behind only keeps a prefix unused.
+    pub(super) async fn release(&self, placement: &Placement) {
+        if placement.storage_override.is_none() {
+            return;
+        }
+        match self.objects_for(&placement.bucket).await {
+            Ok(objects) => storage::remove_marker(&*objects, &placement.directory).await,
+            Err(e) => tracing::warn!(error = %e, "could not release an unclaimed override prefix"),
+        }
+    }
+
     /// Chooses bucket, directory and location for a new table, claiming an override prefix in
     /// storage when the table names its own bucket.
     pub(super) async fn place_table(

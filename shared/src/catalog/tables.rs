@@ -11,13 +11,12 @@ use iceberg::spec::{
 use super::metadata::{Written, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
 use super::placement::{self, Placement};
-use super::storage;
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow};
-use crate::store::rows::{self, PrefixClaimRow, Versioned, keys};
-use crate::store::{Condition, StoreError, Token, Write};
+use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
+use crate::store::{Condition, StoreError, Write};
 use crate::types::{
     CreateTableRequest, ListTablesResponse, LoadCredentialsResponse, LoadTableResult,
     RenameTableRequest, TableIdentifier,
@@ -141,7 +140,7 @@ impl Catalog {
                     override_bucket.as_deref(),
                 )
                 .await?;
-            let metadata = TableMetadataBuilder::new(
+            let built = TableMetadataBuilder::new(
                 request.schema.clone(),
                 request
                     .partition_spec
@@ -158,15 +157,18 @@ impl Catalog {
             .and_then(|b| b.build())
             .map_err(|e| {
                 CatalogError::BadRequest(format!("Invalid table definition: {}", e.message()))
-            })?
-            .metadata;
-            if let Err(e) = placement::check_paths(&metadata, &placement.directory, None) {
-                if placement.storage_override.is_some() {
-                    let objects = self.objects_for(&placement.bucket).await?;
-                    storage::remove_marker(&*objects, &placement.directory).await;
+            })
+            .and_then(|built| {
+                placement::check_paths(&built.metadata, &placement.directory, None)?;
+                Ok(built.metadata)
+            });
+            let metadata = match built {
+                Ok(metadata) => metadata,
+                Err(e) => {
+                    self.release(&placement).await;
+                    return Err(e);
                 }
-                return Err(e);
-            }
+            };
 
             if stage {
                 let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(internal_json)?);
@@ -260,10 +262,13 @@ impl Catalog {
                 &row,
                 Condition::NotExists,
                 None,
-                Token::random(),
             ),
         ];
-        if let (Some(segment), Some(claim)) = (&placement.claim, placement.claim_row(&row.id)) {
+        if let Some(segment) = &placement.claim {
+            let claim = DirectoryClaimRow {
+                directory: placement.directory.clone(),
+                table_id: row.id.clone(),
+            };
             writes.push(rows::put(
                 keys::directory_claim(&ns.row.id, segment),
                 &claim,
@@ -286,10 +291,8 @@ impl Catalog {
         // A metadata file is never deleted on a failure path: nothing references it unless the
         // write landed, and an orphan is harmless. An override's marker is released only when
         // the write certainly did not land.
-        if let Err(StoreError::ConditionFailed { .. }) = &outcome
-            && placement.storage_override.is_some()
-        {
-            storage::remove_marker(&*objects, &placement.directory).await;
+        if let Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) = &outcome {
+            self.release(&placement).await;
         }
         match outcome {
             Ok(()) => Ok(NewTable {
@@ -459,7 +462,6 @@ impl Catalog {
                 &moved,
                 Condition::NotExists,
                 None,
-                Token::random(),
             ),
         ];
         match self.store.write(writes).await {

@@ -147,6 +147,17 @@ fn encode(item: &Item) -> Vec<u8> {
     raw
 }
 
+/// An item and its write token, which lives in a table of its own.
+fn read_item(
+    tokens: &impl ReadableTable<(&'static str, &'static str), u128>,
+    key: Key,
+    raw: &[u8],
+) -> Result<Item, StoreError> {
+    let mut item = decode(key, raw)?;
+    item.token = token_of(tokens, &item.key)?;
+    Ok(item)
+}
+
 fn token_of(
     tokens: &impl ReadableTable<(&'static str, &'static str), u128>,
     key: &Key,
@@ -173,11 +184,7 @@ impl MetaStore for EmbeddedStore {
                 .get((key.pk.as_str(), key.sk.as_str()))
                 .map_err(unavailable)?;
             match found {
-                Some(raw) => {
-                    let mut item = decode(key, raw.value())?;
-                    item.token = token_of(&tokens, &item.key)?;
-                    Ok(Some(item))
-                }
+                Some(raw) => read_item(&tokens, key, raw.value()).map(Some),
                 None => Ok(None),
             }
         })
@@ -214,9 +221,7 @@ impl MetaStore for EmbeddedStore {
                 if start_after.as_deref().is_some_and(|after| item_sk <= after) {
                     continue;
                 }
-                let mut item = decode(Key::new(item_pk, item_sk), v.value())?;
-                item.token = token_of(&tokens, &item.key)?;
-                out.push(item);
+                out.push(read_item(&tokens, Key::new(item_pk, item_sk), v.value())?);
             }
             Ok(out)
         })
@@ -264,12 +269,9 @@ impl MetaStore for EmbeddedStore {
                     let current = table
                         .get((key.pk.as_str(), key.sk.as_str()))
                         .map_err(unavailable)?
-                        .map(|raw| decode(key.clone(), raw.value()))
+                        .map(|raw| read_item(&tokens, key.clone(), raw.value()))
                         .transpose()?;
-                    let state = match &current {
-                        Some(item) => Some((item.version, token_of(&tokens, key)?)),
-                        None => None,
-                    };
+                    let state = current.as_ref().map(|item| (item.version, item.token));
                     if !condition_holds(write.condition(), state) {
                         // Dropping the transaction without commit discards every earlier write.
                         return Err(StoreError::ConditionFailed {

@@ -161,36 +161,33 @@ pub fn put_indexed<T: Serialize>(
     condition: Condition,
     index: Option<Key>,
 ) -> Write {
-    put_item(key, row, condition, index, None)
+    let version = match condition {
+        Condition::VersionIs(v) => v + 1,
+        _ => first_version(),
+    };
+    put_item(key, row, condition, version, index, None)
 }
 
-/// A put of a row that carries a write token; `token` must be freshly drawn for this write.
+/// A put of a row that carries a write token, drawn afresh here for this write.
 /// `previous_version` is the version read (`None` for a new row).
 pub fn put_tokened<T: Serialize>(
     key: Key,
     row: &T,
     condition: Condition,
     previous_version: Option<u64>,
-    token: Token,
 ) -> Write {
-    let mut write = put_item(key, row, condition, None, Some(token));
-    if let Write::Put { item, .. } = &mut write {
-        item.version = previous_version.map_or_else(first_version, |v| v + 1);
-    }
-    write
+    let version = previous_version.map_or_else(first_version, |v| v + 1);
+    put_item(key, row, condition, version, None, Some(Token::random()))
 }
 
 fn put_item<T: Serialize>(
     key: Key,
     row: &T,
     condition: Condition,
+    version: u64,
     index: Option<Key>,
     token: Option<Token>,
 ) -> Write {
-    let version = match condition {
-        Condition::VersionIs(v) => v + 1,
-        _ => first_version(),
-    };
     let body = serde_json::to_vec(row).expect("catalog rows always serialize");
     Write::Put {
         item: Item {
