@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use iceberg::spec::{Schema, SortOrder, TableMetadata, UnboundPartitionSpec};
+use iceberg::spec::{Schema, SortOrder, UnboundPartitionSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::vending::StorageCredential;
@@ -122,11 +122,25 @@ pub struct LoadCredentialsResponse {
     pub storage_credentials: Vec<StorageCredential>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// CommitTableResponse: the new metadata location and the document as the catalog stored it.
+#[derive(Debug, Clone)]
 pub struct CommitTableResponse {
-    #[serde(rename = "metadata-location")]
     pub metadata_location: String,
-    pub metadata: std::sync::Arc<TableMetadata>,
+    /// The stored metadata file's bytes, spliced in as loadTable does.
+    pub metadata: bytes::Bytes,
+}
+
+impl CommitTableResponse {
+    pub fn to_json(&self) -> Vec<u8> {
+        let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
+        let mut out = Vec::with_capacity(self.metadata.len() + location.len() + 40);
+        out.extend_from_slice(b"{\"metadata-location\":");
+        out.extend_from_slice(&location);
+        out.extend_from_slice(b",\"metadata\":");
+        out.extend_from_slice(&self.metadata);
+        out.push(b'}');
+        out
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -7,6 +7,7 @@ mod errors;
 mod iam;
 mod integrity;
 mod namespaces;
+mod parity;
 mod persistence;
 mod purge;
 mod tables;

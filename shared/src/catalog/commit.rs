@@ -4,14 +4,18 @@
 use iceberg::spec::{
     FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
 };
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
 use iceberg::{ErrorKind, TableRequirement, TableUpdate};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::metadata::metadata_file_location;
 use super::namespaces::busy;
+use super::parity::create::CreateSeed;
 use super::tables::{NewTableError, format_v3_unsupported};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, placement};
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, parity, placement};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
@@ -71,34 +75,70 @@ impl Catalog {
         }
     }
 
+    /// Java's `CatalogHandlers.commit`: a commit that loses the swap to another writer is not
+    /// refused but rebased. The table is read again, the request's requirements are checked
+    /// against that fresh base (a failure there is the 409), the updates are applied again and
+    /// the swap retried, a few times with jittered backoff. An unknown outcome is never retried.
     async fn commit_existing(
         &self,
         ctx: &OrgContext,
         ns: &NamespaceRow,
-        current: Versioned<TableRow>,
+        read: Versioned<TableRow>,
         request: CommitTableRequest,
     ) -> Result<CommitTableResponse> {
-        let row = current.row;
-        let bucket = self.table_bucket(ctx, ns, &row).await?;
+        let table_id = read.row.id.clone();
+        let mut current = read;
+        let mut delays = self.commit_retry.delays();
+        loop {
+            if let Attempt::Committed(response) =
+                self.commit_attempt(ctx, ns, &current, &request).await?
+            {
+                return Ok(response);
+            }
+            let Some(delay) = delays.next() else {
+                return Err(CommitFailedRace::message(&ns.name, &current.row.name));
+            };
+            tracing::debug!(org = %ctx.org.name, namespace = %ns.name, table = %current.row.name, ?delay, "commit lost the swap; rebasing");
+            tokio::time::sleep(delay).await;
+            let fresh = self.table_row(ns, &current.row.name).await?;
+            if fresh.row.id != table_id {
+                // Dropped and created again under the same name: not the table the client read.
+                return Err(CommitFailedRace::message(&ns.name, &current.row.name));
+            }
+            current = fresh;
+        }
+    }
+
+    /// One try of a commit against the row `current`.
+    async fn commit_attempt(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        current: &Versioned<TableRow>,
+        request: &CommitTableRequest,
+    ) -> Result<Attempt> {
+        let row = &current.row;
+        let bucket = self.table_bucket(ctx, ns, row).await?;
         let objects = self.objects_for(&bucket).await?;
-        let base = self
+        let (file, base) = self
             .metadata
-            .load_parsed(&*objects, &Self::table_ref(ctx, ns, &row))
+            .load_parsed(&*objects, &Self::table_ref(ctx, ns, row))
             .await?;
         for requirement in &request.requirements {
-            requirement.check(Some(&base)).map_err(requirement_failed)?;
+            parity::requirements::check(requirement, Some(&base))
+                .map_err(CatalogError::CommitFailed)?;
         }
         let mut builder =
             TableMetadata::clone(&base).into_builder(Some(row.metadata_location.clone()));
-        for update in request.updates {
+        for update in request.updates.iter().cloned() {
             builder = update.apply(builder).map_err(update_failed)?;
         }
         let built = builder.build().map_err(update_failed)?;
         if built.changes.is_empty() {
-            return Ok(CommitTableResponse {
-                metadata_location: row.metadata_location,
-                metadata: base,
-            });
+            return Ok(Attempt::Committed(CommitTableResponse {
+                metadata_location: row.metadata_location.clone(),
+                metadata: file.raw.clone(),
+            }));
         }
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
         let version = row.metadata_version + 1;
@@ -126,14 +166,14 @@ impl Catalog {
             Some(current.version),
         );
         match self.store.write(vec![swap]).await {
-            Ok(()) => Ok(CommitTableResponse {
+            Ok(()) => Ok(Attempt::Committed(CommitTableResponse {
                 metadata_location: location,
-                metadata: written.metadata,
-            }),
+                metadata: written.file.raw.clone(),
+            })),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
-                Err(CommitFailedRace::message(&ns.name, &row.name))
+                Ok(Attempt::LostRace)
             }
             Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
                 tracing::warn!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, "commit not applied");
@@ -170,20 +210,16 @@ impl Catalog {
                 "A create commit (assert-create) cannot carry other requirements".into(),
             ));
         }
-        let mut schema = None;
         let mut location = None;
         let mut format_version = FormatVersion::V2;
         for update in &request.updates {
             match update {
-                TableUpdate::AddSchema { schema: s } if schema.is_none() => {
-                    schema = Some(s.clone())
-                }
                 TableUpdate::SetLocation { location: l } => location = Some(l.clone()),
                 TableUpdate::UpgradeFormatVersion { format_version: v } => format_version = *v,
                 _ => {}
             }
         }
-        let schema = schema.ok_or_else(|| {
+        let seed = CreateSeed::from_updates(&request.updates).ok_or_else(|| {
             CatalogError::BadRequest("A create commit must add the table's schema".into())
         })?;
         for _ in 0..ROW_RACE_RETRIES {
@@ -192,17 +228,7 @@ impl Catalog {
             let placement = self
                 .place_table(ctx, &ns.row, table, location.as_deref(), None)
                 .await?;
-            let base = TableMetadataBuilder::new(
-                schema.clone(),
-                UnboundPartitionSpec::builder().build(),
-                SortOrder::unsorted_order(),
-                placement.location.clone(),
-                format_version,
-                Default::default(),
-            )
-            .and_then(|b| b.build())
-            .map_err(update_failed)?
-            .metadata;
+            let base = seeded_metadata(&seed, &placement.location, format_version)?;
             let mut builder = base.into_builder(None);
             for update in request.updates.clone() {
                 builder = update.apply(builder).map_err(update_failed)?;
@@ -216,7 +242,7 @@ impl Catalog {
                 Ok(created) => {
                     return Ok(CommitTableResponse {
                         metadata_location: created.row.metadata_location,
-                        metadata: created.metadata.metadata.clone(),
+                        metadata: created.metadata.file.raw.clone(),
                     });
                 }
                 Err(NewTableError::NamespaceChanged) => continue,
@@ -279,8 +305,74 @@ fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
     }
 }
 
-fn requirement_failed(e: iceberg::Error) -> CatalogError {
-    CatalogError::CommitFailed(format!("Requirement failed: {}", e.message()))
+/// The outcome of one commit attempt that did not fail outright.
+enum Attempt {
+    Committed(CommitTableResponse),
+    /// Another writer moved the pointer first; nothing of this attempt was applied.
+    LostRace,
+}
+
+/// How a commit that lost the swap is retried: Java's server retries 4 times from 100 ms up to a
+/// minute; a function behind a 29-second gateway keeps the same count with shorter waits.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitRetry {
+    pub retries: usize,
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for CommitRetry {
+    fn default() -> Self {
+        Self {
+            retries: 4,
+            min_delay: Duration::from_millis(25),
+            max_delay: Duration::from_secs(1),
+        }
+    }
+}
+
+impl CommitRetry {
+    fn delays(&self) -> impl Iterator<Item = Duration> {
+        ExponentialBuilder::new()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_factor(2.0)
+            .with_jitter()
+            .with_max_times(self.retries)
+            .build()
+    }
+}
+
+/// Java's starting point for a create transaction: the first schema, spec and sort order the
+/// client adds, with their ids as the client numbered them. The crate's builder renumbers field
+/// ids from 1; when that would change the client's ids (a client that numbered its own schema),
+/// the seed falls back to an unpartitioned, unsorted start so that the client's ids survive.
+fn seeded_metadata(
+    seed: &CreateSeed,
+    location: &str,
+    format_version: FormatVersion,
+) -> Result<TableMetadata> {
+    let build = |spec: UnboundPartitionSpec, order: SortOrder| {
+        TableMetadataBuilder::new(
+            seed.schema.clone(),
+            spec,
+            order,
+            location.to_owned(),
+            format_version,
+            Default::default(),
+        )
+        .and_then(|b| b.build())
+        .map(|built| built.metadata)
+        .map_err(update_failed)
+    };
+    let seeded = build(seed.spec.clone(), seed.sort_order.clone())?;
+    if seeded.current_schema().as_struct() == seed.schema.as_struct() {
+        return Ok(seeded);
+    }
+    build(
+        UnboundPartitionSpec::builder().build(),
+        SortOrder::unsorted_order(),
+    )
 }
 
 /// Invalid updates are 400, except stale sequence numbers and row ids, which mean another

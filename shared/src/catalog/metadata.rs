@@ -111,12 +111,13 @@ impl MetadataCache {
         self.parsed.invalidate_all();
     }
 
-    /// The table's current metadata, verified against its row and parsed: the base of a commit.
+    /// The table's current metadata file, verified against its row, and the document parsed:
+    /// the base of a commit.
     pub async fn load_parsed(
         &self,
         objects: &dyn ObjectStore,
         table: &TableRef<'_>,
-    ) -> Result<Arc<TableMetadata>> {
+    ) -> Result<(Arc<CachedMetadata>, Arc<TableMetadata>)> {
         let current = self.load(objects, table).await?;
         let parse = async {
             Ok::<_, CatalogError>(Parsed {
@@ -129,7 +130,7 @@ impl MetadataCache {
             .try_get_with_by_ref(&table.row.metadata_location, parse)
             .await
             .map_err(|shared| (*shared).clone())?;
-        Ok(parsed.metadata)
+        Ok((current, parsed.metadata))
     }
 
     /// The table's current metadata file, verified against its row. Concurrent misses for one
@@ -169,9 +170,7 @@ impl MetadataCache {
         location: &str,
         metadata: TableMetadata,
     ) -> Result<Written> {
-        let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(|e| {
-            CatalogError::Internal(format!("Cannot serialize table metadata: {e}"))
-        })?);
+        let raw = serialize(&metadata)?;
         objects
             .put_if_absent(location, raw.clone())
             .await
@@ -201,6 +200,13 @@ impl MetadataCache {
             metadata,
         })
     }
+}
+
+/// The document as a metadata file: lists in Java's order (see [`super::parity::order`]).
+pub fn serialize(metadata: &TableMetadata) -> Result<Bytes> {
+    super::parity::order::to_java_json(metadata)
+        .map(Bytes::from)
+        .map_err(|e| CatalogError::Internal(format!("Cannot serialize table metadata: {e}")))
 }
 
 async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMetadata>> {

@@ -9,6 +9,7 @@ pub mod metadata;
 pub mod names;
 mod namespaces;
 pub mod paging;
+pub mod parity;
 pub mod placement;
 pub mod storage;
 mod tables;
@@ -16,7 +17,7 @@ mod tables;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
+pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use tables::TableRequestOptions;
 
 use crate::authz::{Access, access_denied};
@@ -48,6 +49,7 @@ pub struct Catalog {
     namespaces: TtlCache<(String, String), NamespaceRow>,
     /// (org, nickname) -> bucket configuration.
     buckets: TtlCache<(String, String), BucketRow>,
+    commit_retry: CommitRetry,
 }
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
@@ -79,6 +81,7 @@ impl Catalog {
             standing: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             namespaces: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
+            commit_retry: CommitRetry::default(),
             clock,
         }
     }
@@ -112,6 +115,12 @@ impl Catalog {
         self.namespaces.clear();
         self.buckets.clear();
         self.metadata.clear();
+    }
+
+    /// How often and how patiently a commit that lost the swap is rebased and retried.
+    pub fn with_commit_retry(mut self, retry: CommitRetry) -> Self {
+        self.commit_retry = retry;
+        self
     }
 
     /// Signs page tokens with `key`, so every instance behind one endpoint accepts them.

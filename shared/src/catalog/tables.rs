@@ -11,7 +11,7 @@ use iceberg::spec::{
 use super::metadata::{Written, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
 use super::placement::{self, Placement};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging, parity};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow};
@@ -171,7 +171,7 @@ impl Catalog {
             };
 
             if stage {
-                let raw = Bytes::from(serde_json::to_vec(&metadata).map_err(internal_json)?);
+                let raw = super::metadata::serialize(&metadata)?;
                 return self
                     .table_result(
                         ctx,
@@ -571,6 +571,7 @@ fn creation_properties(
     for reserved in TableProperties::RESERVED_PROPERTIES {
         properties.remove(reserved);
     }
+    parity::create::add_java_defaults(&mut properties);
     Ok((version, properties))
 }
 

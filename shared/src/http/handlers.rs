@@ -234,7 +234,12 @@ pub async fn commit_table(
 ) -> Answer {
     let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
     let (ns, table) = params.table()?;
-    Ok(Json(s.catalog.commit_table(&ctx, &ns, &table, body).await?).into_response())
+    let committed = s.catalog.commit_table(&ctx, &ns, &table, body).await?;
+    Ok((
+        [(http::header::CONTENT_TYPE, "application/json")],
+        committed.to_json(),
+    )
+        .into_response())
 }
 
 pub async fn drop_table(

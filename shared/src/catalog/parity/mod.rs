@@ -1,0 +1,20 @@
+//! Where Floe's metadata differs from the `iceberg` crate's and follows Java's reference
+//! implementation instead. Engines were written against Java's catalog; each shim below names the
+//! Java behaviour it reproduces and can go once the crate (pinned at 0.10.1) behaves the same.
+//!
+//! Shims:
+//! - [`order`]: metadata files list schemas, specs, sort orders, snapshots and statistics in the
+//!   order they were added (Java's `TableMetadataParser`); the crate lists them in hash-map order.
+//! - [`requirements`]: requirement failures use Java's `UpdateRequirement` wording with one
+//!   "Requirement failed: " prefix.
+//! - [`create::add_java_defaults`]: new tables persist `write.parquet.compression-codec=zstd`
+//!   (Java's `TableMetadata.newTableMetadata`).
+//! - [`create::CreateSeed`]: a create transaction starts from the first schema, spec and sort
+//!   order it adds, as Java's `CatalogHandlers.create` builds from empty metadata; the crate's
+//!   builder cannot start empty.
+//!
+//! The commit retry on a lost swap (Java's `CatalogHandlers.commit`) lives in the commit path.
+
+pub mod create;
+pub mod order;
+pub mod requirements;
