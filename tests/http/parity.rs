@@ -304,3 +304,82 @@ async fn snapshots_are_listed_in_commit_order() {
         .await;
     assert_eq!(order(&stored), expected);
 }
+
+fn add_spec(fields: Value) -> Value {
+    json!({
+        "requirements": [],
+        "updates": [
+            {"action": "add-spec", "spec": {"fields": fields}},
+            {"action": "set-default-spec", "spec-id": -1}
+        ]
+    })
+}
+
+/// Evolution that Java's catalog accepts and the crate's builder alone refuses: an hour partition
+/// beside a day one on the same column, and (v1) a removed field kept as `void` under its name.
+/// Later commits on the table still work, and nothing but the real fields is ever answered.
+#[tokio::test]
+async fn partition_evolution_that_java_accepts_lands_and_reads_back_as_sent() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("pe").await;
+    for version in ["1", "2"] {
+        let name = format!("v{version}");
+        let created = c
+            .post(
+                &tables("pe"),
+                json!({
+                    "name": name,
+                    "schema": {"type": "struct", "fields": [
+                        {"id": 1, "name": "id", "type": "long", "required": false},
+                        {"id": 2, "name": "ts", "type": "timestamp", "required": false},
+                        {"id": 3, "name": "category", "type": "string", "required": false}
+                    ]},
+                    "partition-spec": {"fields": [
+                        {"source-id": 3, "field-id": 1000, "name": "category", "transform": "identity"}
+                    ]},
+                    "properties": {"format-version": version}
+                }),
+            )
+            .await;
+        created.assert_ok(200);
+        let path = table("pe", &name);
+        let identity =
+            json!({"source-id": 3, "field-id": 1000, "name": "category", "transform": "identity"});
+        let void =
+            json!({"source-id": 3, "field-id": 1000, "name": "category", "transform": "void"});
+        let day = json!({"source-id": 2, "field-id": 1001, "name": "ts_day", "transform": "day"});
+        let hour =
+            json!({"source-id": 2, "field-id": 1002, "name": "ts_hour", "transform": "hour"});
+        c.post(&path, add_spec(json!([identity, day])))
+            .await
+            .assert_ok(200);
+        c.post(&path, add_spec(json!([identity, day, hour])))
+            .await
+            .assert_ok(200);
+        c.post(&path, add_spec(json!([void, day, hour])))
+            .await
+            .assert_ok(200);
+        // The same spec again reuses its id, as Java does.
+        c.post(&path, add_spec(json!([identity, day, hour])))
+            .await
+            .assert_ok(200);
+        let uuid = created.body["metadata"]["table-uuid"].clone();
+        let last = c
+            .post(&path, set_property(&uuid, "after", "evolution"))
+            .await;
+        let metadata = &last.assert_ok(200)["metadata"];
+        assert_eq!(metadata["default-spec-id"], 2, "v{version}");
+        assert_eq!(metadata["last-partition-id"], 1002);
+        let specs = metadata["partition-specs"].as_array().unwrap();
+        assert_eq!(specs.len(), 4);
+        assert_eq!(specs[2]["fields"], json!([identity, day, hour]));
+        assert_eq!(specs[3]["fields"], json!([void, day, hour]));
+        let stored = c
+            .read_bytes(last.body["metadata-location"].as_str().unwrap())
+            .await;
+        assert!(
+            !String::from_utf8(stored).unwrap().contains('\u{1}'),
+            "a disguised field reached storage"
+        );
+    }
+}

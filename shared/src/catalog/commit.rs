@@ -2,8 +2,10 @@
 //! stamp authors, write a new metadata file, then compare-and-swap the table's pointer.
 
 use iceberg::spec::{
-    FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, UnboundPartitionSpec,
+    FormatVersion, SortOrder, TableMetadata, TableMetadataBuildResult, TableMetadataBuilder,
+    UnboundPartitionSpec,
 };
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -128,12 +130,13 @@ impl Catalog {
             parity::requirements::check(requirement, Some(&base))
                 .map_err(CatalogError::CommitFailed)?;
         }
-        let mut builder =
-            TableMetadata::clone(&base).into_builder(Some(row.metadata_location.clone()));
-        for update in request.updates.iter().cloned() {
-            builder = update.apply(builder).map_err(update_failed)?;
-        }
-        let built = builder.build().map_err(update_failed)?;
+        let start =
+            parity::specs::for_builder(&base)?.unwrap_or_else(|| TableMetadata::clone(&base));
+        let built = apply_updates(
+            start,
+            Some(row.metadata_location.clone()),
+            request.updates.iter().cloned(),
+        )?;
         if built.changes.is_empty() {
             return Ok(Attempt::Committed(CommitTableResponse {
                 metadata_location: row.metadata_location.clone(),
@@ -229,11 +232,7 @@ impl Catalog {
                 .place_table(ctx, &ns.row, table, location.as_deref(), None)
                 .await?;
             let base = seeded_metadata(&seed, &placement.location, format_version)?;
-            let mut builder = base.into_builder(None);
-            for update in request.updates.clone() {
-                builder = update.apply(builder).map_err(update_failed)?;
-            }
-            let metadata = builder.build().map_err(update_failed)?.metadata;
+            let metadata = apply_updates(base, None, request.updates.iter().cloned())?.metadata;
             placement::check_paths(&metadata, &placement.directory, None)?;
             match self
                 .commit_new_table(ctx, &ns, table, placement, metadata)
@@ -305,6 +304,26 @@ fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
     }
 }
 
+/// Applies a commit's updates with the crate's builder, in order. `previous` is the location of
+/// the file `base` was read from (it joins the metadata log), `None` for a new table.
+fn apply_updates(
+    base: TableMetadata,
+    previous: Option<String>,
+    updates: impl Iterator<Item = TableUpdate>,
+) -> Result<TableMetadataBuildResult> {
+    // The schema that an `add-spec` binds to: the last one added before it, else the current.
+    let mut schema = base.current_schema().clone();
+    let mut builder = base.into_builder(previous);
+    for update in updates {
+        if let TableUpdate::AddSchema { schema: added } = &update {
+            schema = Arc::new(added.clone());
+        }
+        let update = parity::specs::update_for_builder(update, &schema)?;
+        builder = update.apply(builder).map_err(update_failed)?;
+    }
+    builder.build().map_err(update_failed)
+}
+
 /// The outcome of one commit attempt that did not fail outright.
 enum Attempt {
     Committed(CommitTableResponse),
@@ -365,7 +384,8 @@ fn seeded_metadata(
         .map(|built| built.metadata)
         .map_err(update_failed)
     };
-    let seeded = build(seed.spec.clone(), seed.sort_order.clone())?;
+    let spec = parity::specs::spec_for_builder(seed.spec.clone(), &seed.schema)?;
+    let seeded = build(spec, seed.sort_order.clone())?;
     if seeded.current_schema().as_struct() == seed.schema.as_struct() {
         return Ok(seeded);
     }

@@ -120,6 +120,13 @@ impl Catalog {
                 "'{BUCKET_PROPERTY}' cannot be combined with a staged create: a staged table persists nothing to carry the binding"
             )));
         }
+        let spec = parity::specs::spec_for_builder(
+            request
+                .partition_spec
+                .clone()
+                .unwrap_or_else(|| UnboundPartitionSpec::builder().build()),
+            &request.schema,
+        )?;
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.live_namespace(ctx, namespace).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
@@ -142,10 +149,7 @@ impl Catalog {
                 .await?;
             let built = TableMetadataBuilder::new(
                 request.schema.clone(),
-                request
-                    .partition_spec
-                    .clone()
-                    .unwrap_or_else(|| UnboundPartitionSpec::builder().build()),
+                spec.clone(),
                 request
                     .write_order
                     .clone()

@@ -12,9 +12,13 @@
 //! - [`create::CreateSeed`]: a create transaction starts from the first schema, spec and sort
 //!   order it adds, as Java's `CatalogHandlers.create` builds from empty metadata; the crate's
 //!   builder cannot start empty.
+//! - [`specs`]: partition specs Java binds without the crate's redundancy check (`day(ts)` beside
+//!   `hour(ts)`) and with a partition named after its own source column whatever its transform
+//!   (v1 `void` fields) go through the crate's builder disguised, and are restored on write.
 //!
 //! The commit retry on a lost swap (Java's `CatalogHandlers.commit`) lives in the commit path.
 
 pub mod create;
 pub mod order;
 pub mod requirements;
+pub mod specs;

@@ -45,6 +45,7 @@ const JAVA_FIELD_ORDER: &[&str] = &[
 pub fn to_java_json(metadata: &iceberg::spec::TableMetadata) -> serde_json::Result<Vec<u8>> {
     let mut document = serde_json::to_value(metadata)?;
     if let Value::Object(fields) = &mut document {
+        super::specs::restore(fields);
         order_lists(fields);
     }
     let Value::Object(fields) = document else {
