@@ -383,3 +383,75 @@ async fn partition_evolution_that_java_accepts_lands_and_reads_back_as_sent() {
         );
     }
 }
+
+/// Format-version 1 tables keep their branches and tags across commits, as in Java.
+#[tokio::test]
+async fn v1_tables_keep_their_branches_and_tags() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("r1").await;
+    let mut body = create_table_body("t");
+    body["properties"] = json!({"format-version": "1"});
+    let created = c.post(&tables("r1"), body).await;
+    let uuid = created.assert_ok(200)["metadata"]["table-uuid"].clone();
+    assert_eq!(created.body["metadata"]["refs"], json!({}));
+    let location = created.body["metadata"]["location"].as_str().unwrap();
+    c.post(&table("r1", "t"), append_v1(location, 1, None))
+        .await
+        .assert_ok(200);
+    let refs = json!({
+        "requirements": [],
+        "updates": [
+            {"action": "set-snapshot-ref", "ref-name": "first", "type": "tag", "snapshot-id": 1},
+            {"action": "set-snapshot-ref", "ref-name": "dev", "type": "branch", "snapshot-id": 1}
+        ]
+    });
+    c.post(&table("r1", "t"), refs).await.assert_ok(200);
+    c.post(&table("r1", "t"), append_v1(location, 2, Some(1)))
+        .await
+        .assert_ok(200);
+    c.post(&table("r1", "t"), set_property(&uuid, "k", "v"))
+        .await
+        .assert_ok(200);
+    let loaded = c.get(&table("r1", "t")).await;
+    let metadata = &loaded.assert_ok(200)["metadata"];
+    assert_eq!(metadata["format-version"], 1);
+    assert_eq!(
+        metadata["refs"],
+        json!({
+            "main": {"snapshot-id": 2, "type": "branch"},
+            "first": {"snapshot-id": 1, "type": "tag"},
+            "dev": {"snapshot-id": 1, "type": "branch"}
+        })
+    );
+    let again = json!({
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "first", "snapshot-id": null}],
+        "updates": [{"action": "set-snapshot-ref", "ref-name": "first", "type": "tag", "snapshot-id": 2}]
+    });
+    let answer = c.post(&table("r1", "t"), again).await;
+    answer.assert_error(409, "CommitFailedException");
+    assert_eq!(
+        answer.body["error"]["message"],
+        "Requirement failed: tag first was created concurrently"
+    );
+}
+
+/// A v1 append (no sequence numbers) of snapshot `id` on `parent`.
+fn append_v1(location: &str, id: i64, parent: Option<i64>) -> Value {
+    json!({
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": {
+                "snapshot-id": id,
+                "parent-snapshot-id": parent,
+                "timestamp-ms": std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis() as i64,
+                "manifest-list": format!("{location}/metadata/snap-{id}.avro"),
+                "summary": {"operation": "append"},
+                "schema-id": 0
+            }},
+            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": id}
+        ]
+    })
+}

@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::metadata::metadata_file_location;
 use super::namespaces::busy;
 use super::parity::create::CreateSeed;
+use super::parity::refs_v1;
 use super::tables::{NewTableError, format_v3_unsupported};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, parity, placement};
 use crate::authz::{Action, Resource, authorize};
@@ -126,8 +127,14 @@ impl Catalog {
             .metadata
             .load_parsed(&*objects, &Self::table_ref(ctx, ns, row))
             .await?;
+        let base_refs = match base.format_version() {
+            FormatVersion::V1 => Some(refs_v1::read(&file.raw).map_err(|e| {
+                CatalogError::Internal(format!("Cannot read the table's refs: {e}"))
+            })?),
+            _ => None,
+        };
         for requirement in &request.requirements {
-            parity::requirements::check(requirement, Some(&base))
+            parity::requirements::check(requirement, Some(&base), base_refs.as_ref())
                 .map_err(CatalogError::CommitFailed)?;
         }
         let start =
@@ -147,9 +154,10 @@ impl Catalog {
         let version = row.metadata_version + 1;
         let location = metadata_file_location(built.metadata.location(), version);
         let next_location = built.metadata.location().to_owned();
+        let refs = base_refs.map(|refs| refs_v1::after(refs, &request.updates, &built.metadata));
         let written = self
             .metadata
-            .write(&*objects, &location, built.metadata)
+            .write(&*objects, &location, built.metadata, refs.as_ref())
             .await?;
         let next = TableRow {
             location: next_location,
@@ -233,9 +241,11 @@ impl Catalog {
                 .await?;
             let base = seeded_metadata(&seed, &placement.location, format_version)?;
             let metadata = apply_updates(base, None, request.updates.iter().cloned())?.metadata;
+            let refs = (metadata.format_version() == FormatVersion::V1)
+                .then(|| refs_v1::after(Default::default(), &request.updates, &metadata));
             placement::check_paths(&metadata, &placement.directory, None)?;
             match self
-                .commit_new_table(ctx, &ns, table, placement, metadata)
+                .commit_new_table(ctx, &ns, table, placement, metadata, refs.as_ref())
                 .await
             {
                 Ok(created) => {

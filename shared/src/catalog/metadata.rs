@@ -12,6 +12,7 @@ use iceberg::spec::TableMetadata;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::parity::refs_v1::Refs;
 use crate::error::{CatalogError, Result};
 use crate::model::TableRow;
 use crate::objects::{ObjectError, ObjectStore, join};
@@ -164,13 +165,15 @@ impl MetadataCache {
     }
 
     /// Writes a new metadata file, never replacing one, and remembers it.
+    /// `v1_refs`: a format-version 1 table's refs (see [`super::parity::refs_v1`]).
     pub async fn write(
         &self,
         objects: &dyn ObjectStore,
         location: &str,
         metadata: TableMetadata,
+        v1_refs: Option<&Refs>,
     ) -> Result<Written> {
-        let raw = serialize(&metadata)?;
+        let raw = serialize(&metadata, v1_refs)?;
         objects
             .put_if_absent(location, raw.clone())
             .await
@@ -203,8 +206,8 @@ impl MetadataCache {
 }
 
 /// The document as a metadata file: lists in Java's order (see [`super::parity::order`]).
-pub fn serialize(metadata: &TableMetadata) -> Result<Bytes> {
-    super::parity::order::to_java_json(metadata)
+pub fn serialize(metadata: &TableMetadata, v1_refs: Option<&Refs>) -> Result<Bytes> {
+    super::parity::order::to_java_json(metadata, v1_refs)
         .map(Bytes::from)
         .map_err(|e| CatalogError::Internal(format!("Cannot serialize table metadata: {e}")))
 }

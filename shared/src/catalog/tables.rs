@@ -10,6 +10,7 @@ use iceberg::spec::{
 
 use super::metadata::{Written, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
+use super::parity::refs_v1::Refs;
 use super::placement::{self, Placement};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging, parity};
 use crate::authz::{Action, Resource, authorize};
@@ -175,7 +176,7 @@ impl Catalog {
             };
 
             if stage {
-                let raw = super::metadata::serialize(&metadata)?;
+                let raw = super::metadata::serialize(&metadata, None)?;
                 return self
                     .table_result(
                         ctx,
@@ -192,7 +193,7 @@ impl Catalog {
                     .await;
             }
             match self
-                .commit_new_table(ctx, &ns, &request.name, placement, metadata)
+                .commit_new_table(ctx, &ns, &request.name, placement, metadata, None)
                 .await
             {
                 Ok(NewTable {
@@ -232,13 +233,14 @@ impl Catalog {
         name: &str,
         placement: Placement,
         metadata: TableMetadata,
+        v1_refs: Option<&Refs>,
     ) -> std::result::Result<NewTable, NewTableError> {
         let objects = self.objects_for(&placement.bucket).await?;
         let metadata_location = metadata_file_location(metadata.location(), 0);
         let (id, location) = (metadata.uuid().to_string(), metadata.location().to_owned());
         let written = self
             .metadata
-            .write(&*objects, &metadata_location, metadata)
+            .write(&*objects, &metadata_location, metadata, v1_refs)
             .await?;
         let row = TableRow {
             id,

@@ -12,6 +12,8 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
+use super::refs_v1::{self, Refs};
+
 /// Top-level fields in the order Java writes them; anything else follows, sorted.
 const JAVA_FIELD_ORDER: &[&str] = &[
     "format-version",
@@ -41,11 +43,21 @@ const JAVA_FIELD_ORDER: &[&str] = &[
     "encryption-keys",
 ];
 
-/// The metadata document's JSON with every list in Java's order.
-pub fn to_java_json(metadata: &iceberg::spec::TableMetadata) -> serde_json::Result<Vec<u8>> {
+/// The metadata document's JSON with every list in Java's order. A format-version 1 document
+/// gets `refs` as Java writes them: `v1_refs` when the catalog kept them, else `main` alone.
+pub fn to_java_json(
+    metadata: &iceberg::spec::TableMetadata,
+    v1_refs: Option<&Refs>,
+) -> serde_json::Result<Vec<u8>> {
     let mut document = serde_json::to_value(metadata)?;
     if let Value::Object(fields) = &mut document {
         super::specs::restore(fields);
+        if metadata.format_version() == iceberg::spec::FormatVersion::V1 {
+            let refs = v1_refs
+                .cloned()
+                .unwrap_or_else(|| refs_v1::main_only(metadata.current_snapshot_id()));
+            fields.insert("refs".into(), Value::Object(refs));
+        }
         order_lists(fields);
     }
     let Value::Object(fields) = document else {
@@ -181,7 +193,7 @@ mod tests {
 
     #[test]
     fn lists_come_out_in_the_order_they_were_added() {
-        let written = to_java_json(&table(40)).unwrap();
+        let written = to_java_json(&table(40), None).unwrap();
         let document: Value = serde_json::from_slice(&written).unwrap();
         assert_eq!(
             ids(&document, "snapshots", "sequence-number"),
@@ -193,13 +205,13 @@ mod tests {
         );
         // The document still reads back as the metadata it was written from.
         let back: TableMetadata = serde_json::from_slice(&written).unwrap();
-        assert_eq!(to_java_json(&back).unwrap(), written);
+        assert_eq!(to_java_json(&back, None).unwrap(), written);
     }
 
     #[test]
     fn top_level_fields_follow_java_and_bytes_are_deterministic() {
         let metadata = table(3);
-        let written = to_java_json(&metadata).unwrap();
+        let written = to_java_json(&metadata, None).unwrap();
         let text = String::from_utf8(written.clone()).unwrap();
         assert!(
             text.starts_with("{\"format-version\":2,\"table-uuid\":"),
@@ -210,6 +222,6 @@ mod tests {
         assert!(position("refs") < position("snapshots"));
         assert!(position("default-sort-order-id") < position("sort-orders"));
         assert!(position("snapshots") < position("snapshot-log"));
-        assert_eq!(to_java_json(&metadata).unwrap(), written);
+        assert_eq!(to_java_json(&metadata, None).unwrap(), written);
     }
 }

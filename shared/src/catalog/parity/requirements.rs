@@ -7,8 +7,16 @@
 use iceberg::TableRequirement;
 use iceberg::spec::TableMetadata;
 
+use super::refs_v1::{self, Refs};
+
 /// Why a requirement does not hold against `base` (`None` when the table does not exist).
-pub fn check(requirement: &TableRequirement, base: Option<&TableMetadata>) -> Result<(), String> {
+/// `v1_refs` are a format-version 1 table's refs, which the crate does not keep (see
+/// [`super::refs_v1`]).
+pub fn check(
+    requirement: &TableRequirement,
+    base: Option<&TableMetadata>,
+    v1_refs: Option<&Refs>,
+) -> Result<(), String> {
     let failed = |detail: String| Err(format!("Requirement failed: {detail}"));
     let Some(base) = base else {
         return match requirement {
@@ -23,15 +31,22 @@ pub fn check(requirement: &TableRequirement, base: Option<&TableMetadata>) -> Re
             base.uuid()
         )),
         TableRequirement::RefSnapshotIdMatch { r#ref, snapshot_id } => {
-            let current = base.snapshot_for_ref(r#ref).map(|s| s.snapshot_id());
+            let current = match v1_refs {
+                Some(refs) => refs_v1::lookup(refs, r#ref).map(|(id, _)| id),
+                None => base.snapshot_for_ref(r#ref).map(|s| s.snapshot_id()),
+            };
+            let kind = || match v1_refs {
+                Some(refs) => match refs_v1::lookup(refs, r#ref) {
+                    Some((_, true)) => "tag",
+                    _ => "branch",
+                },
+                None => ref_type(base, r#ref),
+            };
             match (current, snapshot_id) {
-                (Some(_), None) => failed(format!(
-                    "{} {ref} was created concurrently",
-                    ref_type(base, r#ref)
-                )),
+                (Some(_), None) => failed(format!("{} {ref} was created concurrently", kind())),
                 (Some(found), Some(expected)) if found != *expected => failed(format!(
                     "{} {ref} has changed: expected id {expected} != {found}",
-                    ref_type(base, r#ref)
+                    kind()
                 )),
                 (None, Some(expected)) => failed(format!(
                     "branch or tag {ref} is missing, expected {expected}"
@@ -121,11 +136,11 @@ mod tests {
         let base = table();
         let spec = TableRequirement::DefaultSpecIdMatch { default_spec_id: 1 };
         assert_eq!(
-            check(&spec, Some(&base)).unwrap_err(),
+            check(&spec, Some(&base), None).unwrap_err(),
             "Requirement failed: default partition spec changed: expected id 1 != 0"
         );
         assert_eq!(
-            check(&TableRequirement::NotExist, Some(&base)).unwrap_err(),
+            check(&TableRequirement::NotExist, Some(&base), None).unwrap_err(),
             "Requirement failed: table already exists"
         );
         let missing = TableRequirement::RefSnapshotIdMatch {
@@ -133,14 +148,14 @@ mod tests {
             snapshot_id: Some(7),
         };
         assert_eq!(
-            check(&missing, Some(&base)).unwrap_err(),
+            check(&missing, Some(&base), None).unwrap_err(),
             "Requirement failed: branch or tag main is missing, expected 7"
         );
         let schema = TableRequirement::CurrentSchemaIdMatch {
             current_schema_id: 3,
         };
         assert_eq!(
-            check(&schema, Some(&base)).unwrap_err(),
+            check(&schema, Some(&base), None).unwrap_err(),
             "Requirement failed: current schema changed: expected id 3 != 0"
         );
     }
@@ -161,8 +176,12 @@ mod tests {
                 default_sort_order_id: 0,
             },
         ] {
-            assert_eq!(check(&requirement, Some(&base)), Ok(()), "{requirement:?}");
+            assert_eq!(
+                check(&requirement, Some(&base), None),
+                Ok(()),
+                "{requirement:?}"
+            );
         }
-        assert_eq!(check(&TableRequirement::NotExist, None), Ok(()));
+        assert_eq!(check(&TableRequirement::NotExist, None, None), Ok(()));
     }
 }
