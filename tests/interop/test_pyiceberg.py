@@ -100,6 +100,33 @@ def test_concurrent_appends_from_threads_lose_nothing(floe):
     assert len(table.snapshots()) == writers * per_writer
 
 
+def test_unrelated_concurrent_commits_all_land(floe):
+    """Six clients set different properties at once. PyIceberg does not retry metadata-only
+    commits, so any 409 would surface; the catalog rebases them as Java's does, and all land."""
+    catalog = floe.catalog()
+    ns = _namespace(catalog)
+    catalog.create_table(f"{ns}.props", schema=SCHEMA)
+    writers = 6
+    tables = [floe.catalog(f"p{w}").load_table(f"{ns}.props") for w in range(writers)]
+    start, errors = threading.Barrier(writers), []
+
+    def commit(worker: int):
+        start.wait()
+        try:
+            tables[worker].transaction().set_properties({f"writer.{worker}": "done"}).commit_transaction()
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(f"writer {worker}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=commit, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    properties = catalog.load_table(f"{ns}.props").properties
+    assert all(properties[f"writer.{w}"] == "done" for w in range(writers))
+
+
 def test_drop_and_missing_tables(floe):
     catalog = floe.catalog()
     ns = _namespace(catalog)
