@@ -455,3 +455,51 @@ fn append_v1(location: &str, id: i64, parent: Option<i64>) -> Value {
         ]
     })
 }
+
+/// A create transaction whose client numbered the schema itself keeps the client's field ids
+/// (the spec and data files it wrote refer to them).
+#[tokio::test]
+async fn a_create_transaction_keeps_field_ids_the_client_chose() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("cf").await;
+    let schema = json!({"type": "struct", "schema-id": 0, "fields": [
+        {"id": 5, "name": "id", "type": "long", "required": true},
+        {"id": 7, "name": "data", "type": "string", "required": false}
+    ]});
+    let commit = json!({
+        "requirements": [{"type": "assert-create"}],
+        "updates": [
+            {"action": "upgrade-format-version", "format-version": 2},
+            {"action": "add-schema", "schema": schema},
+            {"action": "set-current-schema", "schema-id": -1},
+            {"action": "add-spec", "spec": {"fields": [
+                {"source-id": 7, "field-id": 1000, "name": "data", "transform": "identity"}
+            ]}},
+            {"action": "set-default-spec", "spec-id": -1},
+            {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}},
+            {"action": "set-default-sort-order", "sort-order-id": -1}
+        ]
+    });
+    let committed = c.post(&table("cf", "t"), commit).await;
+    let metadata = &committed.assert_ok(200)["metadata"];
+    let current = metadata["schemas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["schema-id"] == metadata["current-schema-id"])
+        .unwrap();
+    let ids: Vec<i64> = current["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [5, 7]);
+    let spec = metadata["partition-specs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["spec-id"] == metadata["default-spec-id"])
+        .unwrap();
+    assert_eq!(spec["fields"][0]["source-id"], 7);
+}
