@@ -618,7 +618,7 @@ fn referenced_snapshots_only(raw: &[u8]) -> Result<Bytes> {
                 .is_some_and(|id| referenced.contains(&id))
         });
     }
-    serde_json::to_vec(&value)
+    parity::order::document_bytes(&value)
         .map(Bytes::from)
         .map_err(internal_json)
 }

@@ -60,10 +60,15 @@ pub fn to_java_json(
         }
         order_lists(fields);
     }
-    let Value::Object(fields) = document else {
-        return serde_json::to_vec(&document);
-    };
-    serde_json::to_vec(&JavaFieldOrder(&fields))
+    document_bytes(&document)
+}
+
+/// A metadata document's bytes with its top-level fields in Java's order.
+pub fn document_bytes(document: &Value) -> serde_json::Result<Vec<u8>> {
+    match document {
+        Value::Object(fields) => serde_json::to_vec(&JavaFieldOrder(fields)),
+        other => serde_json::to_vec(other),
+    }
 }
 
 fn order_lists(fields: &mut Map<String, Value>) {
