@@ -99,20 +99,24 @@ impl Function {
     }
 
     /// What the function's code does. Every request authenticates (a token read) and resolves
-    /// its org (org and membership reads): `Store(Get)` everywhere.
+    /// its org and the caller's access in it (org, membership and service-administrator reads,
+    /// queries of the caller's teams and grants and of the org's public namespaces):
+    /// `Store(Get)` and `Store(Query)` everywhere.
     pub fn uses(self) -> &'static [Capability] {
         match self {
-            // getConfig: the org and membership reads only.
-            Function::Config => &[Store(StoreUse::Get)],
+            // getConfig: resolving the caller's access only.
+            Function::Config => &[Store(StoreUse::Get), Store(StoreUse::Query)],
             // List: a query. Create: the name claim read, prefix reservation (an emptiness
             // listing, the marker put), the claims and row put, removal of an unclaimed marker;
             // re-creating over a soft-deleted namespace lists its prefix. Drop and properties:
-            // a conditional put of the row. The bootstrap (this function only) puts and reads
-            // back the org, bucket, member and token rows.
+            // a conditional put of the row; a drop also deletes the namespace's entry in the
+            // org's public index. The bootstrap (this function only) puts and reads back the
+            // org, bucket, member and token rows.
             Function::Namespaces => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
+                Store(StoreUse::Delete),
                 Objects(ObjectUse::Put),
                 Objects(ObjectUse::List),
                 Objects(ObjectUse::Delete),
@@ -144,8 +148,8 @@ impl Function {
                 Objects(ObjectUse::Get),
                 Objects(ObjectUse::Put),
             ],
-            // Row reads, then a vend.
-            Function::Credentials => &[Store(StoreUse::Get), Vend],
+            // Row reads and the access queries, then a vend.
+            Function::Credentials => &[Store(StoreUse::Get), Store(StoreUse::Query), Vend],
             // The index query for expired namespaces, row reads, the fence (and failure
             // records) on the namespace row, listing and deleting the namespace's objects, the
             // query of its directory claims, then deleting claims and row.

@@ -1,5 +1,6 @@
 //! HTTP-level tests: the full router, a real embedded store and a real local warehouse.
 
+mod access;
 mod commits;
 mod concurrency;
 mod config;

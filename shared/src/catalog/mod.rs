@@ -3,8 +3,10 @@
 //! Each operation reads in three steps: validate the input, authorize the principal, act. Inputs
 //! and outputs are typed; nothing here knows about HTTP or about which adapters are plugged in.
 
+mod access;
 mod commit;
 mod config;
+mod grants;
 pub mod metadata;
 pub mod names;
 mod namespaces;
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
+pub use grants::{GrantView, canonical_principal};
 pub use tables::TableRequestOptions;
 
 use crate::authz::{Access, access_denied};
@@ -27,7 +30,7 @@ use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, OrgRow, Platform, Principal, TableRow};
 use crate::objects::{ObjectStore, ObjectStores};
 use crate::store::MetaStore;
-use crate::store::rows::{self, MemberRow, Versioned, keys};
+use crate::store::rows::{self, Versioned, keys};
 use crate::vending::CredentialVendor;
 use metadata::MetadataCache;
 use metadata::TableRef;
@@ -41,8 +44,8 @@ pub struct Catalog {
     metadata: MetadataCache,
     page_tokens: paging::PageTokens,
     tokens: TtlCache<String, Principal>,
-    /// (org, principal id) -> the org row and the principal's role in it.
-    standing: TtlCache<(String, String), (Option<OrgRow>, Option<crate::model::OrgRole>)>,
+    /// (org, principal id) -> the org row and the principal's access in it.
+    standing: TtlCache<(String, String), (Option<OrgRow>, Access)>,
     /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
     /// namespace live (a namespace with tables cannot be dropped), so a read needs only the
     /// table row; a miss re-reads the namespace.
@@ -138,23 +141,24 @@ impl Catalog {
             let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
                 .await?
                 .map(|v| v.row);
-            let role = match &org_row {
-                Some(_) => rows::get::<MemberRow>(&*self.store, &keys::member(org, &principal.id))
-                    .await?
-                    .map(|m| m.row.role),
-                None => None,
+            let access = match &org_row {
+                Some(_) => self.resolve_access(org, principal).await?,
+                None => Access::default(),
             };
-            Ok::<_, CatalogError>((org_row, role))
+            Ok::<_, CatalogError>((org_row, access))
         };
-        let (org_row, role) = self.standing.get_or_load(cache_key, load).await?;
+        let (org_row, access) = self.standing.get_or_load(cache_key, load).await?;
         let org_row = org_row
             .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?;
         if !org_row.iceberg_enabled {
-            return Err(CatalogError::IcebergDisabled(format!(
-                "Iceberg is not enabled for the organization: {org}"
-            )));
+            // Only members learn why; to anyone else the org shows nothing.
+            if access.is_member() {
+                return Err(CatalogError::IcebergDisabled(format!(
+                    "Iceberg is not enabled for the organization: {org}"
+                )));
+            }
+            return Err(access_denied());
         }
-        let access = Access { org_role: role };
         if !access.sees_catalog() {
             return Err(access_denied());
         }
@@ -179,6 +183,9 @@ impl Catalog {
                     .await;
                 Ok(ns)
             }
+            // Without an org role a caller sees only what it was given: a namespace it cannot
+            // see and one that does not exist answer alike.
+            _ if !ctx.access.is_member() => Err(access_denied()),
             _ => Err(no_such_namespace(name)),
         }
     }

@@ -6,9 +6,9 @@ use super::storage::{self, MarkerOwner};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
-use crate::model::NamespaceRow;
+use crate::model::{NamespaceRow, Visibility};
 use crate::store::rows::{self, NameClaimRow, NameHolder, PrefixClaimRow, Versioned, keys};
-use crate::store::{Condition, StoreError};
+use crate::store::{Condition, StoreError, Write};
 use crate::types::{
     CreateNamespaceRequest, ListNamespacesResponse, NamespaceResponse,
     UpdateNamespacePropertiesRequest, UpdateNamespacePropertiesResponse,
@@ -54,7 +54,10 @@ impl Catalog {
                 keys::NAMESPACE_PREFIX,
                 after,
                 page.read_limit(),
-                |ns: &NamespaceRow| ns.deleted_ms.is_none(),
+                |ns: &NamespaceRow| {
+                    ns.deleted_ms.is_none()
+                        && authorize(&ctx.access, Resource::Namespace(ns), Action::Read).is_ok()
+                },
             )
             .await?;
         let (found, token) = self
@@ -200,6 +203,8 @@ impl Catalog {
         row.purge_last_error = None;
         row.purge_index_ms = None;
         row.properties = properties;
+        // A namespace created again starts private, like any new one.
+        row.visibility = Visibility::Private;
         // Conditioned on the version read: a purge that fenced the namespace since moved it.
         let key = keys::namespace(org, name);
         let write = rows::put(key.clone(), &row, Condition::VersionIs(old.version));
@@ -255,7 +260,12 @@ impl Catalog {
             // The sparse index is how the purge finds expired namespaces without a scan.
             let index = keys::deleted_namespace(deleted_ms, &ctx.org.name, name);
             let write = rows::put_indexed(key, &row, Condition::VersionIs(ns.version), Some(index));
-            match self.store.write(vec![write]).await {
+            // A dropped namespace is no longer discoverable, public or not.
+            let unlist = Write::Delete {
+                key: keys::public_namespace(&ctx.org.name, name),
+                condition: Condition::Always,
+            };
+            match self.store.write(vec![write, unlist]).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),

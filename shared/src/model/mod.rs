@@ -4,10 +4,12 @@
 //! They depend on nothing else in the crate, so authentication, authorization, the store, object
 //! storage and vending can all share them without depending on one another.
 
+mod access;
 mod bucket;
 mod catalog;
 mod principal;
 
+pub use access::{Action, GrantRow, TeamMemberRow, TeamRow, team_principal};
 pub use bucket::{BucketAuth, BucketRow, Platform, S3Defaults, bucket_endpoint, parse_s3_url};
 pub use catalog::{NamespaceRow, OrgRow, TableRow, TableStorage, Visibility};
 pub use principal::{OrgRole, Principal, PrincipalKind};

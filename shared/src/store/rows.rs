@@ -52,6 +52,20 @@ pub struct MemberRow {
     pub role: OrgRole,
 }
 
+/// A live AUTHENTICATED_PUBLIC namespace, indexed by org.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PublicNamespaceRow {
+    pub namespace_id: String,
+    pub name: String,
+}
+
+/// A service administrator: full access in every org.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ServiceAdminRow {
+    pub principal_id: String,
+    pub created_ms: u64,
+}
+
 /// Key builders: the one place that knows the key layout.
 pub mod keys {
     use super::Key;
@@ -108,6 +122,56 @@ pub mod keys {
     }
     pub fn member(org: &str, principal_id: &str) -> Key {
         Key::new(format!("ORG#{org}"), format!("MEMBER#{principal_id}"))
+    }
+    /// A grant, in its namespace's partition (what the namespace's grant listing reads).
+    pub fn grant(namespace_id: &str, table: Option<&str>, principal: &str) -> Key {
+        Key::new(
+            format!("NS#{namespace_id}"),
+            format!("{GRANT_PREFIX}{}#{principal}", table.unwrap_or("")),
+        )
+    }
+    pub const GRANT_PREFIX: &str = "GRANT#";
+    /// The same grant in its grantee's partition (what resolving a principal's access reads).
+    pub fn grantee(org: &str, principal: &str, namespace_id: &str, table: Option<&str>) -> Key {
+        Key::new(
+            grantee_partition(org, principal),
+            format!("{namespace_id}#{}", table.unwrap_or("")),
+        )
+    }
+    pub fn grantee_partition(org: &str, principal: &str) -> String {
+        format!("GRANTEE#{org}#{principal}")
+    }
+    pub fn team(org: &str, name: &str) -> Key {
+        Key::new(format!("ORG#{org}"), format!("{TEAM_PREFIX}{name}"))
+    }
+    pub const TEAM_PREFIX: &str = "TEAM#";
+    /// A team's member, in the team's partition (what listing the team reads).
+    pub fn team_member(org: &str, team: &str, principal: &str) -> Key {
+        Key::new(format!("TEAM#{org}#{team}"), format!("MEMBER#{principal}"))
+    }
+    pub fn team_members_partition(org: &str, team: &str) -> String {
+        format!("TEAM#{org}#{team}")
+    }
+    /// The same membership in the principal's partition (what resolving access reads).
+    pub fn teams_of(org: &str, principal: &str, team: &str) -> Key {
+        Key::new(
+            teams_of_partition(org, principal),
+            format!("{TEAM_PREFIX}{team}"),
+        )
+    }
+    pub fn teams_of_partition(org: &str, principal: &str) -> String {
+        format!("TEAMS#{org}#{principal}")
+    }
+    pub fn service_admin(principal_id: &str) -> Key {
+        Key::new(format!("ADMIN#{principal_id}"), "SERVICE_ADMIN")
+    }
+    /// A live AUTHENTICATED_PUBLIC namespace of an org, so that whether an org shows anything
+    /// to outsiders is one read.
+    pub fn public_namespace(org: &str, name: &str) -> Key {
+        Key::new(public_partition(org), format!("NS#{name}"))
+    }
+    pub fn public_partition(org: &str) -> String {
+        format!("PUBLIC#{org}")
     }
 }
 

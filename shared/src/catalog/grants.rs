@@ -1,0 +1,397 @@
+//! Administering access: grants at namespace and table grain, teams, and namespace visibility.
+//!
+//! Grants are written twice in one atomic write: in the namespace's partition (what listing a
+//! namespace's grants reads) and in the grantee's (what resolving a principal's access reads).
+//! Changes reach other instances within the auth cache TTL; this instance forgets its
+//! remembered standings at once.
+
+use serde::Serialize;
+
+use super::namespaces::busy;
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
+use crate::authz::{Action, Resource, authorize};
+use crate::error::{CatalogError, Result};
+use crate::model::{
+    BucketAuth, GrantRow, NamespaceRow, Platform, TableRow, TeamMemberRow, TeamRow, Visibility,
+};
+use crate::store::rows::{self, PublicNamespaceRow, keys};
+use crate::store::{Condition, StoreError, Write};
+
+/// One grant as the management API shows it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct GrantView {
+    pub principal: String,
+    pub action: Action,
+    pub table: Option<String>,
+}
+
+impl Catalog {
+    /// The grants on a namespace and its tables. Manage on the namespace sees them all; manage
+    /// on one table sees that table's only.
+    pub async fn list_grants(&self, ctx: &OrgContext, namespace: &str) -> Result<Vec<GrantView>> {
+        let ns = self.live_namespace(ctx, namespace).await?.row;
+        let manages_namespace =
+            authorize(&ctx.access, Resource::Namespace(&ns), Action::Manage).is_ok();
+        let rows: Vec<GrantRow> = self
+            .collect_rows(
+                &keys::namespace_partition(&ns.id),
+                keys::GRANT_PREFIX,
+                None,
+                usize::MAX,
+                |_| true,
+            )
+            .await?;
+        let visible: Vec<GrantView> = rows
+            .into_iter()
+            .filter(|g| {
+                manages_namespace
+                    || g.table.as_deref().is_some_and(|table| {
+                        authorize(
+                            &ctx.access,
+                            Resource::Table {
+                                namespace: &ns,
+                                table,
+                            },
+                            Action::Manage,
+                        )
+                        .is_ok()
+                    })
+            })
+            .map(|g| GrantView {
+                principal: g.principal,
+                action: g.action,
+                table: g.table,
+            })
+            .collect();
+        if !manages_namespace && visible.is_empty() {
+            authorize(&ctx.access, Resource::Namespace(&ns), Action::Manage)?;
+        }
+        Ok(visible)
+    }
+
+    /// Grants `action` to `principal` on the namespace (`table` `None`) or one of its tables,
+    /// replacing that principal's grant at that grain.
+    pub async fn put_grant(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        principal: &str,
+        table: Option<&str>,
+        action: Action,
+    ) -> Result<()> {
+        let ns = self.live_namespace(ctx, namespace).await?.row;
+        self.authorize_grant_admin(ctx, &ns, table)?;
+        if let Some(table) = table {
+            names::validate_table_name(table)?;
+        }
+        let principal = self.grantee(ctx, principal).await?;
+        let row = GrantRow {
+            principal: principal.clone(),
+            namespace_id: ns.id.clone(),
+            table: table.map(str::to_owned),
+            action,
+        };
+        self.store
+            .write(vec![
+                rows::put(
+                    keys::grant(&ns.id, table, &principal),
+                    &row,
+                    Condition::Always,
+                ),
+                rows::put(
+                    keys::grantee(&ctx.org.name, &principal, &ns.id, table),
+                    &row,
+                    Condition::Always,
+                ),
+            ])
+            .await?;
+        self.standing.clear();
+        tracing::info!(audit = "grant", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, ?action, "grant set");
+        Ok(())
+    }
+
+    /// Removes `principal`'s grant at one grain; removing one that does not exist succeeds.
+    pub async fn delete_grant(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        principal: &str,
+        table: Option<&str>,
+    ) -> Result<()> {
+        let ns = self.live_namespace(ctx, namespace).await?.row;
+        self.authorize_grant_admin(ctx, &ns, table)?;
+        let principal = canonical_principal(principal)?;
+        self.store
+            .write(vec![
+                Write::Delete {
+                    key: keys::grant(&ns.id, table, &principal),
+                    condition: Condition::Always,
+                },
+                Write::Delete {
+                    key: keys::grantee(&ctx.org.name, &principal, &ns.id, table),
+                    condition: Condition::Always,
+                },
+            ])
+            .await?;
+        self.standing.clear();
+        tracing::info!(audit = "revoke", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, "grant removed");
+        Ok(())
+    }
+
+    /// Makes a namespace AUTHENTICATED_PUBLIC or PRIVATE. Public needs manage on the namespace,
+    /// and storage that vends through a customer-managed role for the namespace and every table
+    /// override in it: static keys never back a public namespace.
+    pub async fn set_visibility(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        visibility: Visibility,
+    ) -> Result<()> {
+        for _ in 0..ROW_RACE_RETRIES {
+            let ns = self.live_namespace(ctx, namespace).await?;
+            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Manage)?;
+            if visibility == Visibility::AuthenticatedPublic {
+                self.check_public_storage(ctx, &ns.row).await?;
+            }
+            let mut row = ns.row.clone();
+            row.visibility = visibility;
+            let index = keys::public_namespace(&ctx.org.name, &row.name);
+            let index_write = match visibility {
+                Visibility::AuthenticatedPublic => rows::put(
+                    index,
+                    &PublicNamespaceRow {
+                        namespace_id: row.id.clone(),
+                        name: row.name.clone(),
+                    },
+                    Condition::Always,
+                ),
+                Visibility::Private => Write::Delete {
+                    key: index,
+                    condition: Condition::Always,
+                },
+            };
+            let write = rows::put(
+                keys::namespace(&ctx.org.name, &row.name),
+                &row,
+                Condition::VersionIs(ns.version),
+            );
+            match self.store.write(vec![write, index_write]).await {
+                Ok(()) => {
+                    self.namespaces.clear();
+                    self.standing.clear();
+                    tracing::info!(audit = "visibility", org = %ctx.org.name, by = %ctx.principal.id, namespace = %row.name, ?visibility, "namespace visibility set");
+                    return Ok(());
+                }
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    /// Creates a team in the org (org admin).
+    pub async fn create_team(&self, ctx: &OrgContext, team: &str) -> Result<()> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        names::validate_namespace_name(team)
+            .map_err(|_| CatalogError::BadRequest(format!("Invalid team name: '{team}'")))?;
+        let row = TeamRow {
+            name: team.to_owned(),
+            created_ms: self.clock.now_ms(),
+        };
+        match self
+            .store
+            .write(vec![rows::put(
+                keys::team(&ctx.org.name, team),
+                &row,
+                Condition::NotExists,
+            )])
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StoreError::ConditionFailed { .. }) => Err(CatalogError::AlreadyExists(format!(
+                "Team already exists: {team}"
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Adds (`member` true) or removes a principal to or from a team (org admin).
+    pub async fn set_team_member(
+        &self,
+        ctx: &OrgContext,
+        team: &str,
+        principal: &str,
+        member: bool,
+    ) -> Result<()> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        if rows::get::<TeamRow>(&*self.store, &keys::team(&ctx.org.name, team))
+            .await?
+            .is_none()
+        {
+            return Err(CatalogError::NotFound(format!(
+                "Team does not exist: {team}"
+            )));
+        }
+        let principal = canonical_principal(principal)?;
+        if principal.starts_with("team:") {
+            return Err(CatalogError::BadRequest(
+                "Teams hold users and api clients, not other teams".into(),
+            ));
+        }
+        let row = TeamMemberRow {
+            team: team.to_owned(),
+            principal: principal.clone(),
+        };
+        let org = &ctx.org.name;
+        let writes = if member {
+            vec![
+                rows::put(
+                    keys::team_member(org, team, &principal),
+                    &row,
+                    Condition::Always,
+                ),
+                rows::put(
+                    keys::teams_of(org, &principal, team),
+                    &row,
+                    Condition::Always,
+                ),
+            ]
+        } else {
+            vec![
+                Write::Delete {
+                    key: keys::team_member(org, team, &principal),
+                    condition: Condition::Always,
+                },
+                Write::Delete {
+                    key: keys::teams_of(org, &principal, team),
+                    condition: Condition::Always,
+                },
+            ]
+        };
+        self.store.write(writes).await?;
+        self.standing.clear();
+        tracing::info!(audit = "team", org = %org, by = %ctx.principal.id, team, principal = %principal, member, "team membership set");
+        Ok(())
+    }
+
+    /// Grant administration: manage on the namespace for namespace grants, manage on the table
+    /// (which a namespace manager also has) for table grants.
+    fn authorize_grant_admin(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        table: Option<&str>,
+    ) -> Result<()> {
+        let resource = match table {
+            None => Resource::Namespace(ns),
+            Some(table) => Resource::Table {
+                namespace: ns,
+                table,
+            },
+        };
+        authorize(&ctx.access, resource, Action::Manage)
+    }
+
+    /// The principal a grant names, checked: a team must exist in the org.
+    async fn grantee(&self, ctx: &OrgContext, principal: &str) -> Result<String> {
+        let principal = canonical_principal(principal)?;
+        if let Some(team) = principal.strip_prefix("team:")
+            && rows::get::<TeamRow>(&*self.store, &keys::team(&ctx.org.name, team))
+                .await?
+                .is_none()
+        {
+            return Err(CatalogError::BadRequest(format!(
+                "Team does not exist: {team}"
+            )));
+        }
+        Ok(principal)
+    }
+
+    async fn check_public_storage(&self, ctx: &OrgContext, ns: &NamespaceRow) -> Result<()> {
+        let refuse = |what: &str| {
+            CatalogError::BadRequest(format!(
+                "A public namespace needs storage that vends credentials through a customer-managed role; {what} does not"
+            ))
+        };
+        let bucket = self.usable_bucket(&ctx.org.name, &ns.bucket).await?;
+        if !vends_through_role(&bucket) {
+            return Err(refuse(&format!("bucket '{}'", ns.bucket)));
+        }
+        let tables: Vec<TableRow> = self
+            .collect_rows(
+                &keys::namespace_partition(&ns.id),
+                keys::TABLE_PREFIX,
+                None,
+                usize::MAX,
+                |t: &TableRow| t.storage_override.is_some(),
+            )
+            .await?;
+        for table in tables {
+            let Some(storage) = &table.storage_override else {
+                continue;
+            };
+            let bucket = self.usable_bucket(&ctx.org.name, &storage.bucket).await?;
+            if !vends_through_role(&bucket) {
+                return Err(refuse(&format!(
+                    "the storage override of table '{}' (bucket '{}')",
+                    table.name, storage.bucket
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Storage a public namespace may use: credentials vended through a customer-managed role, or a
+/// local directory of `floe serve`, which vends nothing.
+fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
+    bucket.platform == Platform::Local
+        || matches!(bucket.auth, BucketAuth::CustomerManagedRole { .. })
+}
+
+/// A principal as grants and teams name it: `user:<sub>`, `team:<name>` or
+/// `api_client:<id>` (stored as the api client's principal id, `api-client:<id>`).
+pub fn canonical_principal(principal: &str) -> Result<String> {
+    let invalid = || {
+        CatalogError::BadRequest(format!(
+            "Invalid principal '{principal}': use user:<sub>, team:<name> or api_client:<id>"
+        ))
+    };
+    let (kind, id) = principal.split_once(':').ok_or_else(invalid)?;
+    if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
+        return Err(invalid());
+    }
+    match kind {
+        "user" | "team" => Ok(principal.to_owned()),
+        "api_client" | "api-client" => Ok(format!("api-client:{id}")),
+        _ => Err(invalid()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::team_principal;
+
+    #[test]
+    fn principals_are_checked_and_api_clients_named_one_way() {
+        assert_eq!(canonical_principal("user:abc").unwrap(), "user:abc");
+        assert_eq!(canonical_principal("team:data").unwrap(), "team:data");
+        assert_eq!(
+            canonical_principal("api_client:x1").unwrap(),
+            "api-client:x1"
+        );
+        assert_eq!(
+            canonical_principal("api-client:x1").unwrap(),
+            "api-client:x1"
+        );
+        for bad in ["abc", "group:x", "user:", "user:a\u{0}b"] {
+            assert!(canonical_principal(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn team_principals_are_prefixed() {
+        assert_eq!(team_principal("data"), "team:data");
+    }
+}

@@ -1,0 +1,417 @@
+//! The authorization matrix: every principal kind × every target × every catalog route, with the
+//! expected answer derived from one declarative model of the reference's access rules.
+
+use floe::authz::Action;
+use floe::bootstrap;
+use floe::clock::SystemClock;
+use floe::model::{Principal, PrincipalKind, Visibility};
+use floe::store::rows::{ServiceAdminRow, keys};
+use floe::store::{Condition, rows};
+use floe_tests::*;
+use http::Method;
+use serde_json::{Value, json};
+
+/// Who calls. Roles are in the org `acme`; the stranger is an admin of another org only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Who {
+    Reader,
+    Writer,
+    Admin,
+    TeamRead,
+    TeamWrite,
+    TeamManage,
+    TableRead,
+    TableWrite,
+    TableManage,
+    Stranger,
+    ServiceAdmin,
+}
+
+const EVERYONE: [Who; 11] = [
+    Who::Reader,
+    Who::Writer,
+    Who::Admin,
+    Who::TeamRead,
+    Who::TeamWrite,
+    Who::TeamManage,
+    Who::TableRead,
+    Who::TableWrite,
+    Who::TableManage,
+    Who::Stranger,
+    Who::ServiceAdmin,
+];
+
+/// `granted` holds t1 (table grants) and t2; `other` holds t3; `open` is public and holds tp.
+const NAMESPACES: [&str; 3] = ["granted", "other", "open"];
+const TABLES: [(&str, &str); 4] = [
+    ("granted", "t1"),
+    ("granted", "t2"),
+    ("other", "t3"),
+    ("open", "tp"),
+];
+
+/// The model: the highest action `who` holds on a namespace or (with `table`) a table of acme.
+fn holds(who: Who, namespace: &str, table: Option<&str>) -> Option<Action> {
+    let role = match who {
+        Who::Reader => Some(Action::Read),
+        Who::Writer => Some(Action::Write),
+        Who::Admin | Who::ServiceAdmin => Some(Action::Manage),
+        _ => None,
+    };
+    let team = match (who, namespace) {
+        (Who::TeamRead, "granted") => Some(Action::Read),
+        (Who::TeamWrite, "granted") => Some(Action::Write),
+        (Who::TeamManage, "granted") => Some(Action::Manage),
+        _ => None,
+    };
+    let table_grant = match who {
+        Who::TableRead => Some(Action::Read),
+        Who::TableWrite => Some(Action::Write),
+        Who::TableManage => Some(Action::Manage),
+        _ => None,
+    }
+    .filter(|_| namespace == "granted");
+    let grant = match table {
+        // A table grant covers its table; on the namespace it only makes it visible.
+        Some(t) => table_grant.filter(|_| t == "t1"),
+        None => table_grant.map(|_| Action::Read),
+    };
+    let public = (namespace == "open").then_some(Action::Read);
+    role.max(team).max(grant).max(public)
+}
+
+fn allowed(who: Who, namespace: &str, table: Option<&str>, needs: Action) -> bool {
+    holds(who, namespace, table).is_some_and(|held| held >= needs)
+}
+
+struct Caller {
+    who: Who,
+    token: String,
+}
+
+async fn principal_without_role(c: &TestCatalog, name: &str) -> (Principal, String) {
+    let principal = Principal {
+        id: format!("api-client:{name}"),
+        kind: PrincipalKind::ApiClient,
+        name: name.into(),
+        email: Some(format!("{name}@acme.test")),
+    };
+    let token = floe::auth::generate_token();
+    bootstrap::register_token(&*c.store, &SystemClock, &principal, &token)
+        .await
+        .unwrap();
+    (principal, token)
+}
+
+/// The org as the matrix needs it, and a token per principal kind.
+async fn setup(c: &TestCatalog) -> Vec<Caller> {
+    for ns in NAMESPACES {
+        c.create_namespace(ns).await;
+    }
+    for (ns, table) in TABLES {
+        c.create_table(ns, table).await;
+    }
+    let admin = c
+        .catalog
+        .org_context(&bootstrap::dev_admin(ORG), ORG)
+        .await
+        .unwrap();
+    c.catalog
+        .set_visibility(&admin, "open", Visibility::AuthenticatedPublic)
+        .await
+        .unwrap();
+    let mut callers = vec![
+        Caller {
+            who: Who::Reader,
+            token: c.read_token.clone(),
+        },
+        Caller {
+            who: Who::Writer,
+            token: c.write_token.clone(),
+        },
+        Caller {
+            who: Who::Admin,
+            token: ADMIN_TOKEN.into(),
+        },
+        Caller {
+            who: Who::Stranger,
+            token: c.outsider_token.clone(),
+        },
+    ];
+    for (who, team, action) in [
+        (Who::TeamRead, "readers", Action::Read),
+        (Who::TeamWrite, "writers", Action::Write),
+        (Who::TeamManage, "managers", Action::Manage),
+    ] {
+        let (principal, token) = principal_without_role(c, team).await;
+        c.catalog.create_team(&admin, team).await.unwrap();
+        c.catalog
+            .set_team_member(&admin, team, &principal.id, true)
+            .await
+            .unwrap();
+        c.catalog
+            .put_grant(&admin, "granted", &format!("team:{team}"), None, action)
+            .await
+            .unwrap();
+        callers.push(Caller { who, token });
+    }
+    for (who, name, action) in [
+        (Who::TableRead, "t-reader", Action::Read),
+        (Who::TableWrite, "t-writer", Action::Write),
+        (Who::TableManage, "t-manager", Action::Manage),
+    ] {
+        let (principal, token) = principal_without_role(c, name).await;
+        c.catalog
+            .put_grant(&admin, "granted", &principal.id, Some("t1"), action)
+            .await
+            .unwrap();
+        callers.push(Caller { who, token });
+    }
+    let (principal, token) = principal_without_role(c, "operator").await;
+    let row = ServiceAdminRow {
+        principal_id: principal.id.clone(),
+        created_ms: 0,
+    };
+    c.store
+        .write(vec![rows::put(
+            keys::service_admin(&principal.id),
+            &row,
+            Condition::Always,
+        )])
+        .await
+        .unwrap();
+    callers.push(Caller {
+        who: Who::ServiceAdmin,
+        token,
+    });
+    assert_eq!(callers.len(), EVERYONE.len());
+    callers
+}
+
+fn ns_path(ns: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}")
+}
+
+fn table_path(ns: &str, table: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}/tables/{table}")
+}
+
+/// One request and whether the model allows it: allowed requests must not be 403, denied ones
+/// must be exactly the blanket 403.
+struct Check {
+    who: Who,
+    route: &'static str,
+    target: String,
+    allowed: bool,
+    answer: Answer,
+}
+
+#[tokio::test]
+async fn every_principal_every_target_every_catalog_route() {
+    let c = TestCatalog::new().await;
+    let callers = setup(&c).await;
+    let mut checks = Vec::new();
+    let mut unique = 0;
+    for caller in &callers {
+        let who = caller.who;
+        let token = caller.token.as_str();
+        let call = |method: Method, path: String, body: Option<Value>| {
+            let c = &c;
+            async move {
+                c.request(
+                    method,
+                    &path,
+                    Some(token),
+                    body.map(|b| bytes::Bytes::from(b.to_string())),
+                )
+                .await
+            }
+        };
+        for ns in NAMESPACES {
+            let namespace_checks: [(&'static str, Method, String, Option<Value>, Action); 5] = [
+                (
+                    "loadNamespace",
+                    Method::GET,
+                    ns_path(ns),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "namespaceExists",
+                    Method::HEAD,
+                    ns_path(ns),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "listTables",
+                    Method::GET,
+                    format!("{}/tables", ns_path(ns)),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "updateNamespaceProperties",
+                    Method::POST,
+                    format!("{}/properties", ns_path(ns)),
+                    Some(json!({"updates": {"touched": "yes"}})),
+                    Action::Write,
+                ),
+                // Every namespace holds tables: an allowed drop is the 409, never a drop.
+                (
+                    "dropNamespace",
+                    Method::DELETE,
+                    ns_path(ns),
+                    None,
+                    Action::Write,
+                ),
+            ];
+            for (route, method, path, body, needs) in namespace_checks {
+                checks.push(Check {
+                    who,
+                    route,
+                    target: ns.into(),
+                    allowed: allowed(who, ns, None, needs),
+                    answer: call(method, path, body).await,
+                });
+            }
+            unique += 1;
+            let create = create_table_body(&format!("new_{unique}"));
+            checks.push(Check {
+                who,
+                route: "createTable",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("{}/tables", ns_path(ns)),
+                    Some(create),
+                )
+                .await,
+            });
+        }
+        for (ns, table) in TABLES {
+            let path = table_path(ns, table);
+            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 4] = [
+                ("loadTable", Method::GET, path.clone(), None, Action::Read),
+                (
+                    "tableExists",
+                    Method::HEAD,
+                    path.clone(),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "loadCredentials",
+                    Method::GET,
+                    format!("{path}/credentials"),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "commitTable",
+                    Method::POST,
+                    path.clone(),
+                    Some(json!({"requirements": [], "updates": [
+                        {"action": "set-properties", "updates": {"touched": "yes"}}
+                    ]})),
+                    Action::Write,
+                ),
+            ];
+            for (route, method, path, body, needs) in table_checks {
+                checks.push(Check {
+                    who,
+                    route,
+                    target: format!("{ns}.{table}"),
+                    allowed: allowed(who, ns, Some(table), needs),
+                    answer: call(method, path, body).await,
+                });
+            }
+        }
+        unique += 1;
+        let create_ns = json!({"namespace": [format!("made_{unique}")]});
+        checks.push(Check {
+            who,
+            route: "createNamespace",
+            target: "acme".into(),
+            allowed: matches!(who, Who::Writer | Who::Admin | Who::ServiceAdmin),
+            answer: call(
+                Method::POST,
+                format!("/v1/{ORG}/namespaces"),
+                Some(create_ns),
+            )
+            .await,
+        });
+        checks.push(Check {
+            who,
+            route: "listNamespaces(other org)",
+            target: "other-org".into(),
+            allowed: matches!(who, Who::Stranger | Who::ServiceAdmin),
+            answer: call(Method::GET, "/v1/other-org/namespaces".into(), None).await,
+        });
+
+        // Listings show exactly what the caller may read.
+        let listed = call(Method::GET, format!("/v1/{ORG}/namespaces"), None).await;
+        let mut names: Vec<String> = listed.assert_ok(200)["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n[0].as_str().unwrap().to_owned())
+            .filter(|n| NAMESPACES.contains(&n.as_str()))
+            .collect();
+        names.sort();
+        let mut expected: Vec<String> = NAMESPACES
+            .iter()
+            .filter(|ns| allowed(who, ns, None, Action::Read))
+            .map(|ns| ns.to_string())
+            .collect();
+        expected.sort();
+        assert_eq!(names, expected, "listNamespaces as {who:?}");
+        let tables = call(Method::GET, format!("{}/tables", ns_path("granted")), None).await;
+        if allowed(who, "granted", None, Action::Read) {
+            let mut names: Vec<String> = tables.assert_ok(200)["identifiers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .filter(|t| t.starts_with('t'))
+                .collect();
+            names.sort();
+            let expected: Vec<&str> = ["t1", "t2"]
+                .into_iter()
+                .filter(|t| allowed(who, "granted", Some(t), Action::Read))
+                .collect();
+            assert_eq!(names, expected, "listTables(granted) as {who:?}");
+        }
+    }
+    let mut failures = Vec::new();
+    for check in &checks {
+        let status = check.answer.status.as_u16();
+        let denied = status == 403;
+        if check.allowed == denied {
+            failures.push(format!(
+                "{:?}: {} on {}: expected {}, got {status} {}",
+                check.who,
+                check.route,
+                check.target,
+                if check.allowed { "allowed" } else { "403" },
+                check.answer.body
+            ));
+        }
+        // HEAD answers carry no body.
+        if denied && !check.answer.body.is_null() {
+            assert_eq!(
+                check.answer.body["error"]["message"], "Access denied",
+                "{} on {}: a denial reveals nothing",
+                check.route, check.target
+            );
+        }
+    }
+    eprintln!(
+        "authorization matrix: {} principals x {} checks each = {} requests",
+        callers.len(),
+        checks.len() / callers.len(),
+        checks.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
