@@ -71,6 +71,17 @@ pub struct Settings {
     /// Key that signs page tokens; instances behind one endpoint must share it.
     #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
     pub page_token_secret: Option<String>,
+    /// OIDC issuer whose JWTs authenticate users, exactly as their `iss` claim reads; OIDC is
+    /// off when unset.
+    #[arg(long, env = "FLOE_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+    /// Audience (`aud`) the users' JWTs must carry; required with an issuer.
+    #[arg(long, env = "FLOE_OIDC_AUDIENCE")]
+    pub oidc_audience: Option<String>,
+    /// The issuer's signing keys (JWKS): an https:// URL (http:// only on loopback) or a file
+    /// path; required with an issuer.
+    #[arg(long, env = "FLOE_OIDC_JWKS")]
+    pub oidc_jwks: Option<String>,
 }
 
 impl Settings {
@@ -109,6 +120,15 @@ mod tests {
         <Args as clap::Parser>::try_parse_from(["floe"])
             .unwrap()
             .settings
+    }
+
+    /// OIDC is off unless configured.
+    #[test]
+    fn oidc_is_off_by_default() {
+        let settings = defaults();
+        assert_eq!(settings.oidc_issuer, None);
+        assert_eq!(settings.oidc_audience, None);
+        assert_eq!(settings.oidc_jwks, None);
     }
 
     /// The reference promises engines an hour of lifetime and iceberg-rust never refreshes:

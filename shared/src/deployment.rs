@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::auth::oidc::{OidcConfig, OidcConfigError, OidcVerifier};
 use crate::bootstrap::{self, DevBootstrap, DevSettings};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
@@ -29,6 +30,8 @@ pub enum DeploymentError {
     Bootstrap(#[from] CatalogError),
     #[error("invalid settings: {0}")]
     Settings(String),
+    #[error("invalid OIDC settings: {0}")]
+    Oidc(#[from] OidcConfigError),
 }
 
 /// Where the embedded store lives inside a data directory.
@@ -122,6 +125,37 @@ fn dev_bucket(
     })
 }
 
+/// The OIDC verifier the settings describe, or `None` when OIDC is off. Checked before
+/// anything else is opened, so a misconfigured deployment stops at once.
+pub fn oidc_verifier(settings: &Settings) -> Result<Option<OidcVerifier>, DeploymentError> {
+    let Some(config) = OidcConfig::from_settings(
+        settings.oidc_issuer.as_deref(),
+        settings.oidc_audience.as_deref(),
+        settings.oidc_jwks.as_deref(),
+    )?
+    else {
+        return Ok(None);
+    };
+    let verifier = OidcVerifier::new(config)?
+        .with_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs));
+    tracing::info!(issuer = %verifier.issuer(), "OIDC users enabled");
+    Ok(Some(verifier))
+}
+
+/// A dev token must be an api-client token: only those are looked up in the store, any other
+/// bearer token is taken for a JWT.
+fn check_dev_token(settings: &Settings) -> Result<(), DeploymentError> {
+    match settings.dev_token.as_deref() {
+        Some(token) if !token.is_empty() && !crate::auth::is_api_client_token(token) => {
+            Err(DeploymentError::Settings(format!(
+                "FLOE_DEV_TOKEN must start with '{}'",
+                crate::auth::TOKEN_PREFIX
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Builds the catalog the settings describe and bootstraps the development org.
 pub async fn open_catalog(
     settings: &Settings,
@@ -134,6 +168,8 @@ pub async fn open_catalog_wrapped(
     settings: &Settings,
     wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
 ) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
+    check_dev_token(settings)?;
+    let oidc = oidc_verifier(settings)?;
     let sdk = if settings.uses_aws() {
         Some(aws_config().await)
     } else {
@@ -183,6 +219,9 @@ pub async fn open_catalog_wrapped(
     if let Some(secret) = &settings.page_token_secret {
         catalog = catalog.with_page_token_key(secret.as_bytes());
     }
+    if let Some(oidc) = oidc {
+        catalog = catalog.with_oidc(Arc::new(oidc));
+    }
     Ok((Arc::new(catalog), boot))
 }
 
@@ -219,6 +258,105 @@ pub async fn open_wrapped(
         credentials_min_remaining_secs: DEFAULT_CREDENTIALS_MIN_REMAINING_SECS,
         auth_cache_secs: 10,
         page_token_secret: None,
+        oidc_issuer: None,
+        oidc_audience: None,
+        oidc_jwks: None,
     };
     open_catalog_wrapped(&settings, wrap).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::test_keys::{TestKey, jwks_json};
+    use crate::model::PrincipalKind;
+
+    fn settings(dir: &Path, args: &[&str]) -> Settings {
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let mut argv = vec!["floe", "--data-dir", dir.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        <Args as clap::Parser>::try_parse_from(argv)
+            .unwrap()
+            .settings
+    }
+
+    /// A half-configured issuer or a dev token that would never be looked up stops the start
+    /// before the store is opened.
+    #[tokio::test]
+    async fn bad_authentication_settings_stop_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let issuer = ["--oidc-issuer", "https://idp.example.com/"];
+        for (args, expected) in [
+            (&issuer[..], "FLOE_OIDC_AUDIENCE"),
+            (
+                &[&issuer[..], &["--oidc-audience", "floe"]].concat()[..],
+                "FLOE_OIDC_JWKS",
+            ),
+            (
+                &[
+                    &issuer[..],
+                    &[
+                        "--oidc-audience",
+                        "floe",
+                        "--oidc-jwks",
+                        "http://idp.example.com/k",
+                    ],
+                ]
+                .concat()[..],
+                "http://idp.example.com/k",
+            ),
+            (&["--dev-token", "plain-secret"][..], "FLOE_DEV_TOKEN"),
+        ] {
+            let error = open_catalog(&settings(dir.path(), args))
+                .await
+                .err()
+                .unwrap();
+            assert!(error.to_string().contains(expected), "{error}");
+        }
+        assert!(!store_dir(dir.path()).exists(), "nothing was opened");
+    }
+
+    /// With the three settings, the catalog authenticates the issuer's users; api-client
+    /// tokens keep working.
+    #[tokio::test]
+    async fn oidc_settings_enable_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = TestKey::es256("k1");
+        let jwks = dir.path().join("jwks.json");
+        std::fs::write(&jwks, jwks_json(&[&key])).unwrap();
+        let s = settings(
+            dir.path(),
+            &[
+                "--dev-token",
+                "ema_deployment_test_token",
+                "--oidc-issuer",
+                "https://idp.example.com/",
+                "--oidc-audience",
+                "floe",
+                "--oidc-jwks",
+                jwks.to_str().unwrap(),
+            ],
+        );
+        let (catalog, _) = open_catalog(&s).await.unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let token = key.token(&serde_json::json!({
+            "iss": "https://idp.example.com/", "aud": "floe", "sub": "abc",
+            "exp": now + 60, "email": "abc@example.com"
+        }));
+        let user = catalog.authenticate(&token).await.unwrap();
+        assert_eq!(user.id, "user:abc");
+        assert_eq!(user.kind, PrincipalKind::User);
+        let admin = catalog
+            .authenticate("ema_deployment_test_token")
+            .await
+            .unwrap();
+        assert_eq!(admin.kind, PrincipalKind::ApiClient);
+    }
 }

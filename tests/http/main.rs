@@ -8,6 +8,7 @@ mod errors;
 mod iam;
 mod integrity;
 mod namespaces;
+mod oidc;
 mod parity;
 mod persistence;
 mod purge;

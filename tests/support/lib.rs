@@ -204,7 +204,24 @@ impl TestCatalog {
         (c, armed)
     }
 
+    /// A catalog that also authenticates OIDC users with `verifier`.
+    pub async fn with_oidc(verifier: Arc<floe::auth::oidc::OidcVerifier>) -> Self {
+        Self::build_with(Backend::from_env(), Wrap::default(), move |catalog| {
+            catalog.with_oidc(verifier)
+        })
+        .await
+    }
+
     async fn build(backend: Backend, wrap: Wrap) -> Self {
+        Self::build_with(backend, wrap, |catalog| catalog).await
+    }
+
+    /// Builds a catalog, letting `configure` set its options before it is shared.
+    async fn build_with(
+        backend: Backend,
+        wrap: Wrap,
+        configure: impl FnOnce(Catalog) -> Catalog,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let parts = match backend {
             Backend::Local => Parts {
@@ -295,12 +312,12 @@ impl TestCatalog {
         .await
         .unwrap();
         let store = (wrap.store)(inner);
-        let catalog = Arc::new(Catalog::new(
+        let catalog = Arc::new(configure(Catalog::new(
             store.clone(),
             (wrap.objects)(parts.objects.clone()),
             (wrap.vendor)(parts.vendor),
             Arc::new(clock),
-        ));
+        )));
         let router = floe::http::router(catalog.clone(), &Group::ALL);
         let sts = parts.sts;
         Self {

@@ -44,6 +44,8 @@ pub struct Catalog {
     metadata: MetadataCache,
     page_tokens: paging::PageTokens,
     tokens: TtlCache<String, Principal>,
+    /// Verifier of OIDC users' JWTs; `None`: only api-client tokens authenticate.
+    oidc: Option<Arc<crate::auth::oidc::OidcVerifier>>,
     /// (org, principal id) -> the org row and the principal's access in it.
     standing: TtlCache<(String, String), (Option<OrgRow>, Access)>,
     /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
@@ -81,6 +83,7 @@ impl Catalog {
             metadata: MetadataCache::new(metadata::DEFAULT_CACHE_BYTES),
             page_tokens: paging::PageTokens::random(),
             tokens: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
+            oidc: None,
             standing: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             namespaces: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
@@ -89,9 +92,14 @@ impl Catalog {
         }
     }
 
-    /// The principal of a bearer token. Known tokens are remembered for the cache TTL, so a
-    /// revoked token stops working within it.
+    /// The principal of a bearer token: an api-client token (`ema_...`) from the store, any
+    /// other token as an OIDC user's JWT (refused when OIDC is off). Known tokens are
+    /// remembered for the cache TTL (a JWT never past its `exp`), so a revoked token stops
+    /// working within it.
     pub async fn authenticate(&self, token: &str) -> Result<Principal> {
+        if !crate::auth::is_api_client_token(token) {
+            return crate::auth::oidc::authenticate(self.oidc.as_deref(), token).await;
+        }
         let hash = crate::auth::hash_token(token);
         self.tokens
             .get_or_load(
@@ -99,6 +107,12 @@ impl Catalog {
                 crate::auth::authenticate_hash(&*self.store, &hash),
             )
             .await
+    }
+
+    /// Authenticates OIDC users by their JWTs with `verifier`.
+    pub fn with_oidc(mut self, verifier: Arc<crate::auth::oidc::OidcVerifier>) -> Self {
+        self.oidc = Some(verifier);
+        self
     }
 
     /// How long tokens, orgs and memberships are remembered (0 disables the cache).

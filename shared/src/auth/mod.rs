@@ -1,7 +1,14 @@
 //! Authentication: a bearer token becomes a `Principal`.
 //!
 //! Api-client tokens (`ema_` followed by random characters) are stored only as their SHA-256,
-//! so a copy of the store never yields a usable token.
+//! so a copy of the store never yields a usable token. Any other bearer token is an OIDC
+//! user's JWT when an issuer is configured (`oidc`, with the issuer's keys from `jwks`), and
+//! refused otherwise.
+
+pub mod jwks;
+pub mod oidc;
+#[cfg(test)]
+pub(crate) mod test_keys;
 
 use rand::Rng;
 use sha2::{Digest, Sha256};
@@ -22,6 +29,11 @@ pub fn generate_token() -> String {
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect();
     format!("{TOKEN_PREFIX}{secret}")
+}
+
+/// Whether a bearer token is an api-client token (looked up in the store) rather than a JWT.
+pub fn is_api_client_token(token: &str) -> bool {
+    token.starts_with(TOKEN_PREFIX)
 }
 
 /// The stored form of a token.
