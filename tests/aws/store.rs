@@ -245,6 +245,11 @@ async fn queries_page_in_order(store: &dyn MetaStore) {
             .unwrap()
             .is_empty()
     );
+    // An empty prefix is the whole partition.
+    assert_eq!(
+        sks(store.query("Q#1", "", None, 100).await.unwrap()),
+        ["OTHER#1", "ROW#1", "ROW#2", "ROW#3", "ROW#4", "ROW#5"]
+    );
 }
 
 /// Many tasks race a compare-and-swap on one item, round after round: exactly one wins each

@@ -275,6 +275,48 @@ async fn every_principal_every_target_every_catalog_route() {
                     answer: call(method, path, body).await,
                 });
             }
+            // Write on a table that does not exist: an allowed drop is the 404.
+            checks.push(Check {
+                who,
+                route: "dropTable(missing)",
+                target: format!("{ns}.gone"),
+                allowed: allowed(who, ns, Some("gone"), Action::Write),
+                answer: call(Method::DELETE, table_path(ns, "gone"), None).await,
+            });
+            // Onto a name that exists: an allowed rename is the 409, never a rename.
+            let (first, second) = match ns {
+                "granted" => ("t1", "t2"),
+                "other" => ("t3", "t3"),
+                _ => ("tp", "tp"),
+            };
+            let rename = json!({
+                "source": {"namespace": [ns], "name": first},
+                "destination": {"namespace": [ns], "name": second}
+            });
+            checks.push(Check {
+                who,
+                route: "renameTable(onto an existing name)",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("/v1/{ORG}/tables/rename"),
+                    Some(rename),
+                )
+                .await,
+            });
+            checks.push(Check {
+                who,
+                route: "createTable(invalid name)",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("{}/tables", ns_path(ns)),
+                    Some(create_table_body("..")),
+                )
+                .await,
+            });
             unique += 1;
             let create = create_table_body(&format!("new_{unique}"));
             checks.push(Check {
@@ -292,7 +334,7 @@ async fn every_principal_every_target_every_catalog_route() {
         }
         for (ns, table) in TABLES {
             let path = table_path(ns, table);
-            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 4] = [
+            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 5] = [
                 ("loadTable", Method::GET, path.clone(), None, Action::Read),
                 (
                     "tableExists",
@@ -315,6 +357,14 @@ async fn every_principal_every_target_every_catalog_route() {
                     Some(json!({"requirements": [], "updates": [
                         {"action": "set-properties", "updates": {"touched": "yes"}}
                     ]})),
+                    Action::Write,
+                ),
+                // 403 before 400: a caller who may not write learns nothing about its body.
+                (
+                    "commitTable(invalid body)",
+                    Method::POST,
+                    path.clone(),
+                    Some(json!({"requirements": "not a list"})),
                     Action::Write,
                 ),
             ];
@@ -414,4 +464,190 @@ async fn every_principal_every_target_every_catalog_route() {
         checks.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+async fn admin_context(c: &TestCatalog) -> floe::catalog::OrgContext {
+    c.catalog
+        .org_context(&bootstrap::dev_admin(ORG), ORG)
+        .await
+        .unwrap()
+}
+
+/// Table grants are bound to names: they survive drop-and-recreate, and a rename carries them
+/// to the new name, merged with grants already there (the higher action wins).
+#[tokio::test]
+async fn table_grants_follow_names_across_drop_recreate_and_rename() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("gg").await;
+    c.create_table("gg", "a").await;
+    let admin = admin_context(&c).await;
+    let (principal, token) = principal_without_role(&c, "follower").await;
+    c.catalog
+        .put_grant(&admin, "gg", &principal.id, Some("a"), Action::Write)
+        .await
+        .unwrap();
+    c.catalog
+        .put_grant(&admin, "gg", &principal.id, Some("b"), Action::Read)
+        .await
+        .unwrap();
+    let load = |table: &'static str| {
+        let (c, token) = (&c, token.clone());
+        async move {
+            c.request(Method::GET, &table_path("gg", table), Some(&token), None)
+                .await
+                .status
+                .as_u16()
+        }
+    };
+    assert_eq!(load("a").await, 200);
+    assert_eq!(c.delete(&table_path("gg", "a")).await.status.as_u16(), 204);
+    c.create_table("gg", "a").await;
+    assert_eq!(load("a").await, 200, "the grant outlives the dropped table");
+
+    let rename = json!({
+        "source": {"namespace": ["gg"], "name": "a"},
+        "destination": {"namespace": ["gg"], "name": "b"}
+    });
+    c.post(&format!("/v1/{ORG}/tables/rename"), rename)
+        .await
+        .assert_ok(204);
+    let grants = c.catalog.list_grants(&admin, "gg").await.unwrap();
+    assert_eq!(
+        grants,
+        vec![floe::catalog::GrantView {
+            principal: principal.id.clone(),
+            action: Action::Write,
+            table: Some("b".into()),
+        }],
+        "carried to the new name and merged (write beats read)"
+    );
+    let commit = json!({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"by": "follower"}}
+    ]});
+    c.post_as(&token, &table_path("gg", "b"), commit)
+        .await
+        .assert_ok(200);
+    c.create_table("gg", "a").await;
+    assert_eq!(load("a").await, 403, "nothing stays behind on the old name");
+}
+
+/// Revoking a grant or lowering a role takes effect at once on the instance that made the
+/// change, and within the auth cache TTL elsewhere (emulated by forgetting what is cached).
+#[tokio::test]
+async fn revocation_and_downgrade_take_effect() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("rv").await;
+    c.create_table("rv", "t").await;
+    let admin = admin_context(&c).await;
+    let (principal, token) = principal_without_role(&c, "revoked").await;
+    c.catalog
+        .put_grant(&admin, "rv", &principal.id, None, Action::Write)
+        .await
+        .unwrap();
+    let commit = |token: String| {
+        let c = &c;
+        async move {
+            let body = json!({"requirements": [], "updates": [
+                {"action": "set-properties", "updates": {"k": "v"}}
+            ]});
+            c.post_as(&token, &table_path("rv", "t"), body)
+                .await
+                .status
+                .as_u16()
+        }
+    };
+    assert_eq!(commit(token.clone()).await, 200);
+    c.catalog
+        .delete_grant(&admin, "rv", &principal.id, None)
+        .await
+        .unwrap();
+    assert_eq!(commit(token.clone()).await, 403);
+
+    assert_eq!(commit(c.write_token.clone()).await, 200);
+    let writer = c.catalog.authenticate(&c.write_token).await.unwrap();
+    bootstrap::put_member(&*c.store, ORG, &writer.id, floe::model::OrgRole::Read)
+        .await
+        .unwrap();
+    c.catalog.forget_cached();
+    assert_eq!(commit(c.write_token.clone()).await, 403);
+}
+
+/// A public namespace is listed to everyone while it lives; dropped, it vanishes.
+#[tokio::test]
+async fn soft_deleted_public_namespaces_are_not_discoverable() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("shown").await;
+    let admin = admin_context(&c).await;
+    c.catalog
+        .set_visibility(&admin, "shown", Visibility::AuthenticatedPublic)
+        .await
+        .unwrap();
+    let list = || {
+        let c = &c;
+        async move {
+            c.request(
+                Method::GET,
+                &format!("/v1/{ORG}/namespaces"),
+                Some(&c.outsider_token),
+                None,
+            )
+            .await
+        }
+    };
+    let listed = list().await;
+    assert_eq!(listed.assert_ok(200)["namespaces"], json!([["shown"]]));
+    assert_eq!(c.delete(&ns_path("shown")).await.status.as_u16(), 204);
+    c.catalog.forget_cached();
+    list().await.assert_error(403, "ForbiddenException");
+    let load = c
+        .request(
+            Method::GET,
+            &ns_path("shown"),
+            Some(&c.outsider_token),
+            None,
+        )
+        .await;
+    load.assert_error(403, "ForbiddenException");
+}
+
+/// Static keys never back a public namespace, neither its own bucket nor a table override.
+#[tokio::test]
+async fn public_namespaces_need_role_vended_storage() {
+    let c = TestCatalog::new().await;
+    c.add_bucket(
+        "keys",
+        floe::model::BucketAuth::Hmac {
+            access_key_id: "AKIA".into(),
+            secret_access_key: "secret".into(),
+        },
+    )
+    .await;
+    let admin = admin_context(&c).await;
+    c.post(
+        &format!("/v1/{ORG}/namespaces"),
+        json!({"namespace": ["keyed"], "properties": {"arraylake.bucket": "keys"}}),
+    )
+    .await
+    .assert_ok(200);
+    let refused = c
+        .catalog
+        .set_visibility(&admin, "keyed", Visibility::AuthenticatedPublic)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, floe::error::CatalogError::BadRequest(_)),
+        "{refused:?}"
+    );
+    c.create_namespace("mixed").await;
+    let mut body = create_table_body("over");
+    body["properties"] = json!({"arraylake.bucket": "keys"});
+    c.post(&format!("/v1/{ORG}/namespaces/mixed/tables"), body)
+        .await
+        .assert_ok(200);
+    let refused = c
+        .catalog
+        .set_visibility(&admin, "mixed", Visibility::AuthenticatedPublic)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("table 'over'"), "{refused}");
 }

@@ -37,7 +37,7 @@ impl Catalog {
             grants.extend(
                 self.collect_rows::<GrantRow>(
                     &keys::grantee_partition(org, grantee),
-                    "",
+                    keys::GRANT_PREFIX,
                     None,
                     usize::MAX,
                     |_| true,
@@ -46,7 +46,12 @@ impl Catalog {
             );
         }
         let org_has_public = !store
-            .query(&keys::public_partition(org), "", None, 1)
+            .query(
+                &keys::public_partition(org),
+                keys::NAMESPACE_PREFIX,
+                None,
+                1,
+            )
             .await?
             .is_empty();
         Ok(Access {

@@ -51,6 +51,15 @@ impl Catalog {
         table: &str,
         mut body: Value,
     ) -> Result<CommitTableResponse> {
+        // Authorized before the body is looked at: a caller who may not write the table learns
+        // nothing about its request. A table that does not exist yet may be a staged create.
+        let found = match self
+            .authorized_table(ctx, namespace, table, Action::Write)
+            .await
+        {
+            Err(e) if !matches!(e, CatalogError::NoSuchTable(_)) => return Err(e),
+            found => found,
+        };
         stamp_authors(&mut body, &ctx.principal);
         let request: CommitTableRequest = serde_json::from_value(body)
             .map_err(|e| CatalogError::BadRequest(format!("Invalid commit request: {e}")))?;
@@ -66,10 +75,7 @@ impl Catalog {
             .requirements
             .iter()
             .any(|r| matches!(r, TableRequirement::NotExist));
-        match self
-            .authorized_table(ctx, namespace, table, Action::Write)
-            .await
-        {
+        match found {
             Ok((ns, row)) => self.commit_existing(ctx, &ns, row, request).await,
             Err(CatalogError::NoSuchTable(_)) if is_create => {
                 self.commit_create(ctx, namespace, table, request).await

@@ -17,6 +17,10 @@ use crate::model::{
 use crate::store::rows::{self, PublicNamespaceRow, keys};
 use crate::store::{Condition, StoreError, Write};
 
+/// A rename carries a table's grants in its own atomic write; DynamoDB takes 100 items per
+/// transaction, of which the rename uses 2 and each grant 4.
+const MAX_CARRIED_GRANTS: usize = 24;
+
 /// One grant as the management API shows it.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct GrantView {
@@ -274,6 +278,62 @@ impl Catalog {
         Ok(())
     }
 
+    /// The writes that move every grant on table `from` to table `to` (a rename carries them),
+    /// merged with grants already on `to`: a principal holding both keeps the higher action.
+    /// They join the rename's own atomic write, so there is a bound on how many fit.
+    pub(super) async fn carry_grants(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Write>> {
+        let on = |table: &str| format!("{}{table}#", keys::GRANT_PREFIX);
+        let partition = keys::namespace_partition(&ns.id);
+        let moving: Vec<GrantRow> = self
+            .collect_rows(&partition, &on(from), None, usize::MAX, |_| true)
+            .await?;
+        if moving.len() > MAX_CARRIED_GRANTS {
+            return Err(CatalogError::CommitFailed(format!(
+                "Table {}.{from} has {} grants; a rename carries at most {MAX_CARRIED_GRANTS} atomically: remove some first",
+                ns.name,
+                moving.len()
+            )));
+        }
+        let existing: Vec<GrantRow> = self
+            .collect_rows(&partition, &on(to), None, usize::MAX, |_| true)
+            .await?;
+        let org = &ctx.org.name;
+        let mut writes = Vec::with_capacity(moving.len() * 4);
+        for grant in moving {
+            let held = existing
+                .iter()
+                .find(|g| g.principal == grant.principal)
+                .map(|g| g.action);
+            let row = GrantRow {
+                table: Some(to.to_owned()),
+                action: held.map_or(grant.action, |held| held.max(grant.action)),
+                ..grant.clone()
+            };
+            for key in [
+                keys::grant(&ns.id, Some(from), &grant.principal),
+                keys::grantee(org, &grant.principal, &ns.id, Some(from)),
+            ] {
+                writes.push(Write::Delete {
+                    key,
+                    condition: Condition::Always,
+                });
+            }
+            for key in [
+                keys::grant(&ns.id, Some(to), &grant.principal),
+                keys::grantee(org, &grant.principal, &ns.id, Some(to)),
+            ] {
+                writes.push(rows::put(key, &row, Condition::Always));
+            }
+        }
+        Ok(writes)
+    }
+
     /// Grant administration: manage on the namespace for namespace grants, manage on the table
     /// (which a namespace manager also has) for table grants.
     fn authorize_grant_admin(
@@ -345,8 +405,11 @@ impl Catalog {
 /// Storage a public namespace may use: credentials vended through a customer-managed role, or a
 /// local directory of `floe serve`, which vends nothing.
 fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
-    bucket.platform == Platform::Local
-        || matches!(bucket.auth, BucketAuth::CustomerManagedRole { .. })
+    match bucket.auth {
+        BucketAuth::CustomerManagedRole { .. } => true,
+        BucketAuth::Server => bucket.platform == Platform::Local,
+        BucketAuth::Anonymous | BucketAuth::Hmac { .. } => false,
+    }
 }
 
 /// A principal as grants and teams name it: `user:<sub>`, `team:<name>` or

@@ -74,9 +74,10 @@ impl Catalog {
         ctx: &OrgContext,
         request: CreateNamespaceRequest,
     ) -> Result<NamespaceResponse> {
+        // A caller who may not create namespaces learns nothing about its request.
+        authorize(&ctx.access, Resource::Catalog, Action::Write)?;
         let name = names::single_level(&request.namespace)?.to_owned();
         names::validate_namespace_name(&name)?;
-        authorize(&ctx.access, Resource::Catalog, Action::Write)?;
         let mut properties = request.properties.unwrap_or_default();
         let nickname = properties
             .get(BUCKET_PROPERTY)
@@ -280,6 +281,8 @@ impl Catalog {
         name: &str,
         request: UpdateNamespacePropertiesRequest,
     ) -> Result<UpdateNamespacePropertiesResponse> {
+        let seen = self.recent_namespace(ctx, name).await?;
+        authorize(&ctx.access, Resource::Namespace(&seen), Action::Write)?;
         let updates = request.updates.unwrap_or_default();
         let removals = request.removals.unwrap_or_default();
         if let Some(both) = removals.iter().find(|k| updates.contains_key(*k)) {

@@ -111,6 +111,9 @@ impl Catalog {
         request: CreateTableRequest,
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
+        // A caller who may not create tables here learns nothing about its request.
+        let seen = self.recent_namespace(ctx, namespace).await?;
+        authorize(&ctx.access, Resource::Namespace(&seen), Action::Write)?;
         names::validate_table_name(&request.name)?;
         let stage = request.stage_create.unwrap_or(false);
         let (format_version, properties) =
@@ -413,7 +416,15 @@ impl Catalog {
     pub async fn drop_table(&self, ctx: &OrgContext, namespace: &str, table: &str) -> Result<()> {
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.live_namespace(ctx, namespace).await?;
-            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+            // Write on the table suffices: a table grant covers dropping its table.
+            authorize(
+                &ctx.access,
+                Resource::Table {
+                    namespace: &ns.row,
+                    table,
+                },
+                Action::Write,
+            )?;
             let row = self.table_row(&ns.row, table).await?;
             let mut ns_row = ns.row.clone();
             ns_row.table_count = ns_row.table_count.saturating_sub(1);
@@ -447,9 +458,9 @@ impl Catalog {
                 "Renaming a table across namespaces is not supported: its files live under the source namespace's storage".into(),
             ));
         }
-        names::validate_table_name(&request.destination.name)?;
         let ns = self.live_namespace(ctx, source_ns).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+        names::validate_table_name(&request.destination.name)?;
         let source = self.table_row(&ns.row, &request.source.name).await?;
         if request.source.name == request.destination.name {
             return Err(table_exists(source_ns, &request.destination.name));
@@ -458,7 +469,7 @@ impl Catalog {
         moved.name = request.destination.name.clone();
         // The directory and bucket stay with the table, whatever its name.
         moved.directory = Some(source.row.directory().to_owned());
-        let writes = vec![
+        let mut writes = vec![
             Write::Delete {
                 key: keys::table(&ns.row.id, &request.source.name),
                 condition: Condition::TokenIs(source.token),
@@ -470,8 +481,23 @@ impl Catalog {
                 None,
             ),
         ];
+        let carried = self
+            .carry_grants(
+                ctx,
+                &ns.row,
+                &request.source.name,
+                &request.destination.name,
+            )
+            .await?;
+        let carries_grants = !carried.is_empty();
+        writes.extend(carried);
         match self.store.write(writes).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if carries_grants {
+                    self.standing.clear();
+                }
+                Ok(())
+            }
             Err(StoreError::ConditionFailed { index: 0, .. }) => {
                 Err(CatalogError::CommitFailed(format!(
                     "Table has been updated by another process: {}",

@@ -354,13 +354,20 @@ impl MetaStore for DynamoStore {
             ])
         });
         while out.len() < limit {
-            let page = self
+            let mut request = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
-                .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.to_owned()))
+                .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()));
+            // DynamoDB refuses an empty string as a key condition value: no prefix, no condition.
+            request = if sk_prefix.is_empty() {
+                request.key_condition_expression("pk = :pk")
+            } else {
+                request
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                    .expression_attribute_values(":prefix", AttributeValue::S(sk_prefix.to_owned()))
+            };
+            let page = request
                 .consistent_read(true)
                 .limit(
                     i32::try_from(limit - out.len())

@@ -135,7 +135,7 @@ pub mod keys {
     pub fn grantee(org: &str, principal: &str, namespace_id: &str, table: Option<&str>) -> Key {
         Key::new(
             grantee_partition(org, principal),
-            format!("{namespace_id}#{}", table.unwrap_or("")),
+            format!("{GRANT_PREFIX}{namespace_id}#{}", table.unwrap_or("")),
         )
     }
     pub fn grantee_partition(org: &str, principal: &str) -> String {
