@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Args;
-use floe::routes::Group;
 use floe::store::observed::{ObservedStore, StoreCounter, StoreCounts};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -281,7 +280,7 @@ async fn start_private_catalog(
     })
     .await
     .map_err(|e| e.to_string())?;
-    let app = floe::http::router(catalog, &Group::ALL);
+    let app = floe::http::full_router(catalog);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;

@@ -8,7 +8,6 @@ use floe::bootstrap;
 use floe::clock::SystemClock;
 use floe::config::{Settings, StoreKind};
 use floe::model::OrgRole;
-use floe::routes::Group;
 use floe::store::dynamodb::DynamoStore;
 
 #[derive(Args)]
@@ -91,7 +90,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
             path.display()
         );
     }
-    let app = floe::http::router(catalog, &Group::ALL);
+    let app = floe::http::full_router(catalog);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;

@@ -199,6 +199,8 @@ mod tests {
             location: String::new(),
             properties: Default::default(),
             visibility,
+            description: None,
+            metadata: Default::default(),
             table_count: 0,
             created_ms: 0,
             deleted_ms: None,

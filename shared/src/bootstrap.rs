@@ -8,8 +8,8 @@ use crate::clock::Clock;
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, Principal, PrincipalKind};
 use crate::objects::local::file_url;
-use crate::store::rows::{self, MemberRow, TokenRow, keys};
-use crate::store::{Condition, MetaStore, StoreError};
+use crate::store::rows::{self, ApiClientRow, MemberRow, MembershipRow, TokenRow, keys};
+use crate::store::{Condition, MetaStore, StoreError, Write};
 
 /// Creates an org unless it exists. Returns whether it was created.
 pub async fn ensure_org(store: &dyn MetaStore, org: &OrgRow) -> Result<bool> {
@@ -56,8 +56,37 @@ pub async fn put_member(
         principal_id: principal_id.to_owned(),
         role,
     };
+    let membership = MembershipRow {
+        org: org.to_owned(),
+        role,
+    };
     store
-        .write(vec![rows::put(key, &row, condition)])
+        .write(vec![
+            rows::put(key, &row, condition),
+            rows::put(
+                keys::membership(principal_id, org),
+                &membership,
+                Condition::Always,
+            ),
+        ])
+        .await
+        .map_err(Into::into)
+}
+
+/// Ends a principal's membership of an org (role `none`); ending one that does not exist
+/// succeeds.
+pub async fn remove_member(store: &dyn MetaStore, org: &str, principal_id: &str) -> Result<()> {
+    store
+        .write(vec![
+            Write::Delete {
+                key: keys::member(org, principal_id),
+                condition: Condition::Always,
+            },
+            Write::Delete {
+                key: keys::membership(principal_id, org),
+                condition: Condition::Always,
+            },
+        ])
         .await
         .map_err(Into::into)
 }
@@ -112,6 +141,22 @@ pub async fn issue_api_client(
     put_member(store, org, &principal.id, role).await?;
     let token = auth::generate_token();
     register_token(store, clock, &principal, &token).await?;
+    let id = principal.id.trim_start_matches("api-client:").to_owned();
+    let listed = ApiClientRow {
+        id: id.clone(),
+        name: principal.name.clone(),
+        email: principal.email.clone(),
+        role,
+        token_hash: auth::hash_token(&token),
+        created_ms: clock.now_ms(),
+    };
+    store
+        .write(vec![rows::put(
+            keys::api_client(org, &id),
+            &listed,
+            Condition::NotExists,
+        )])
+        .await?;
     Ok((principal, token))
 }
 

@@ -7,6 +7,7 @@ mod config;
 mod errors;
 mod iam;
 mod integrity;
+mod management;
 mod namespaces;
 mod oidc;
 mod parity;

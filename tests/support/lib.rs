@@ -13,7 +13,6 @@ use floe::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, S3Defaults};
 use floe::objects::local::{LocalObjectStores, file_url};
 use floe::objects::s3::S3Stores;
 use floe::objects::{ObjectStore, ObjectStores, PlatformStores};
-use floe::routes::Group;
 use floe::store::MetaStore;
 use floe::store::dynamodb::DynamoStore;
 use floe::store::embedded::EmbeddedStore;
@@ -318,7 +317,7 @@ impl TestCatalog {
             (wrap.vendor)(parts.vendor),
             Arc::new(clock),
         )));
-        let router = floe::http::router(catalog.clone(), &Group::ALL);
+        let router = floe::http::full_router(catalog.clone());
         let sts = parts.sts;
         Self {
             dir,
@@ -437,9 +436,35 @@ impl TestCatalog {
         token: Option<&str>,
         body: Option<Bytes>,
     ) -> Answer {
-        let mut builder = Request::builder()
-            .method(method)
-            .uri(format!("/iceberg{path}"));
+        self.raw_request(method, &format!("/iceberg{path}"), token, body)
+            .await
+    }
+
+    /// A management API request: `path` is relative to `/api/v1`.
+    pub async fn management(
+        &self,
+        method: Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Answer {
+        self.raw_request(
+            method,
+            &format!("/api/v1{path}"),
+            Some(token),
+            body.map(|b| Bytes::from(b.to_string())),
+        )
+        .await
+    }
+
+    async fn raw_request(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<Bytes>,
+    ) -> Answer {
+        let mut builder = Request::builder().method(method).uri(uri);
         if let Some(token) = token {
             builder = builder.header("authorization", format!("Bearer {token}"));
         }

@@ -4,6 +4,7 @@
 //! and outputs are typed; nothing here knows about HTTP or about which adapters are plugged in.
 
 mod access;
+mod admin;
 mod commit;
 mod config;
 mod grants;
@@ -19,6 +20,10 @@ mod tables;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use admin::{
+    ApiClientView, Me, NamespacePatch, NamespaceSettings, TeamView, display_principal,
+    issue_service_admin,
+};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use grants::{GrantView, canonical_principal};
 pub use tables::TableRequestOptions;
@@ -150,6 +155,23 @@ impl Catalog {
     /// before anything else, a disabled Iceberg feature is 403 NotAuthorizedException, and a
     /// principal who sees nothing in the org's catalog gets a blanket 403.
     pub async fn org_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
+        let ctx = self.management_context(principal, org).await?;
+        if !ctx.org.iceberg_enabled {
+            // Only members learn why; to anyone else the org shows nothing.
+            if ctx.access.is_member() {
+                return Err(CatalogError::IcebergDisabled(format!(
+                    "Iceberg is not enabled for the organization: {org}"
+                )));
+            }
+            return Err(access_denied());
+        }
+        Ok(ctx)
+    }
+
+    /// An org and the principal's access in it, whether or not Iceberg is enabled for it (the
+    /// management API administers orgs either way): 404 for an unknown org, the blanket 403 for
+    /// a principal who sees nothing in it.
+    pub async fn management_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
         let cache_key = (org.to_owned(), principal.id.clone());
         let load = async {
             let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
@@ -164,15 +186,6 @@ impl Catalog {
         let (org_row, access) = self.standing.get_or_load(cache_key, load).await?;
         let org_row = org_row
             .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?;
-        if !org_row.iceberg_enabled {
-            // Only members learn why; to anyone else the org shows nothing.
-            if access.is_member() {
-                return Err(CatalogError::IcebergDisabled(format!(
-                    "Iceberg is not enabled for the organization: {org}"
-                )));
-            }
-            return Err(access_denied());
-        }
         if !access.sees_catalog() {
             return Err(access_denied());
         }

@@ -119,6 +119,8 @@ impl Catalog {
             location: root.clone(),
             properties,
             visibility: Default::default(),
+            description: None,
+            metadata: Default::default(),
             table_count: 0,
             created_ms: now,
             deleted_ms: None,

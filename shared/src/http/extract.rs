@@ -56,7 +56,7 @@ impl FromRequestParts<AppState> for Params {
 }
 
 impl Params {
-    fn get(&self, name: &str) -> Result<&str, CatalogError> {
+    pub(crate) fn get(&self, name: &str) -> Result<&str, CatalogError> {
         self.0
             .get(name)
             .map(String::as_str)

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod extract;
 mod handlers;
+pub mod management;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -53,6 +54,16 @@ fn method_router(operation: Operation) -> MethodRouter<AppState> {
 
 /// A router serving the routes of `groups` under `/iceberg`.
 pub fn router(catalog: Arc<Catalog>, groups: &[Group]) -> Router {
+    router_with(catalog, groups, false)
+}
+
+/// Every Iceberg route and the management API under `/api/v1`: what `floe serve` answers.
+pub fn full_router(catalog: Arc<Catalog>) -> Router {
+    router_with(catalog, &Group::ALL, true)
+}
+
+/// A router serving the routes of `groups`, and the management API when `management` is set.
+pub fn router_with(catalog: Arc<Catalog>, groups: &[Group], management: bool) -> Router {
     let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
     for route in ROUTES.iter().filter(|r| groups.contains(&r.group)) {
         let added = method_router(route.operation);
@@ -65,6 +76,9 @@ pub fn router(catalog: Arc<Catalog>, groups: &[Group]) -> Router {
     let mut router = Router::new();
     for (path, methods) in by_path {
         router = router.route(&format!("{BASE_PATH}{path}"), methods);
+    }
+    if management {
+        router = router.merge(management::routes());
     }
     router
         .fallback(handlers::unknown_route)

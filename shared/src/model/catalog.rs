@@ -37,6 +37,12 @@ pub struct NamespaceRow {
     pub properties: BTreeMap<String, String>,
     #[serde(default)]
     pub visibility: Visibility,
+    /// Free text shown to people browsing the catalog (management API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Arbitrary JSON the org attaches to the namespace (management API).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Live tables; a namespace can only be dropped at zero.
     pub table_count: u64,
     pub created_ms: u64,

@@ -59,6 +59,25 @@ pub struct PublicNamespaceRow {
     pub name: String,
 }
 
+/// An api client of an org, as the management API lists it; its token is stored only as the
+/// token row's key (a hash) and named here so that deleting the client revokes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ApiClientRow {
+    pub id: String,
+    pub name: String,
+    pub email: Option<String>,
+    pub role: OrgRole,
+    pub token_hash: String,
+    pub created_ms: u64,
+}
+
+/// The other side of a membership: which orgs a principal belongs to (for `GET /api/v1/me`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MembershipRow {
+    pub org: String,
+    pub role: OrgRole,
+}
+
 /// A service administrator: full access in every org.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ServiceAdminRow {
@@ -161,6 +180,16 @@ pub mod keys {
     }
     pub fn teams_of_partition(org: &str, principal: &str) -> String {
         format!("TEAMS#{org}#{principal}")
+    }
+    pub fn api_client(org: &str, id: &str) -> Key {
+        Key::new(format!("ORG#{org}"), format!("{API_CLIENT_PREFIX}{id}"))
+    }
+    pub const API_CLIENT_PREFIX: &str = "CLIENT#";
+    pub fn membership(principal_id: &str, org: &str) -> Key {
+        Key::new(memberships_partition(principal_id), format!("ORG#{org}"))
+    }
+    pub fn memberships_partition(principal_id: &str) -> String {
+        format!("MEMBERSHIPS#{principal_id}")
     }
     pub fn service_admin(principal_id: &str) -> Key {
         Key::new(format!("ADMIN#{principal_id}"), "SERVICE_ADMIN")

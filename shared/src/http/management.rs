@@ -1,0 +1,413 @@
+//! The management API: JSON under `/api/v1`, beside the Iceberg routes, with the same
+//! ErrorModel. Principals are written `user:<sub>`, `team:<name>` and `api_client:<id>`.
+//! `docs/management-api.yaml` documents this surface, and a test keeps the two in step.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, delete, get, patch, post, put};
+use http::StatusCode;
+use serde::Deserialize;
+
+use super::AppState;
+use super::extract::{Authenticated, JsonBody, Params, QueryMap};
+use crate::authz::Action;
+use crate::catalog::{NamespacePatch, display_principal};
+use crate::error::CatalogError;
+use crate::model::OrgRole;
+
+/// Base path of every management route.
+pub const MANAGEMENT_BASE_PATH: &str = "/api/v1";
+
+/// One management route: method and path relative to the base path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManagementRoute {
+    pub method: &'static str,
+    pub path: &'static str,
+}
+
+const fn route(method: &'static str, path: &'static str) -> ManagementRoute {
+    ManagementRoute { method, path }
+}
+
+/// Every management route, in the order the API documentation lists them.
+pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
+    route("POST", "/orgs"),
+    route("PATCH", "/orgs/{org}"),
+    route("POST", "/orgs/{org}/api-clients"),
+    route("GET", "/orgs/{org}/api-clients"),
+    route("DELETE", "/orgs/{org}/api-clients/{id}"),
+    route("PUT", "/orgs/{org}/members/{principal}"),
+    route("POST", "/orgs/{org}/teams"),
+    route("GET", "/orgs/{org}/teams/{team}"),
+    route("PUT", "/orgs/{org}/teams/{team}/members/{principal}"),
+    route("DELETE", "/orgs/{org}/teams/{team}/members/{principal}"),
+    route("GET", "/orgs/{org}/namespaces/{namespace}"),
+    route("PATCH", "/orgs/{org}/namespaces/{namespace}"),
+    route("GET", "/orgs/{org}/namespaces/{namespace}/grants"),
+    route("PUT", "/orgs/{org}/namespaces/{namespace}/grants"),
+    route("DELETE", "/orgs/{org}/namespaces/{namespace}/grants"),
+    route("GET", "/me"),
+];
+
+fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
+    match (route.method, route.path) {
+        ("POST", "/orgs") => post(create_org),
+        ("PATCH", "/orgs/{org}") => patch(update_org),
+        ("POST", "/orgs/{org}/api-clients") => post(create_api_client),
+        ("GET", "/orgs/{org}/api-clients") => get(list_api_clients),
+        ("DELETE", "/orgs/{org}/api-clients/{id}") => delete(delete_api_client),
+        ("PUT", "/orgs/{org}/members/{principal}") => put(put_member),
+        ("POST", "/orgs/{org}/teams") => post(create_team),
+        ("GET", "/orgs/{org}/teams/{team}") => get(get_team),
+        ("PUT", "/orgs/{org}/teams/{team}/members/{principal}") => put(put_team_member),
+        ("DELETE", "/orgs/{org}/teams/{team}/members/{principal}") => delete(delete_team_member),
+        ("GET", "/orgs/{org}/namespaces/{namespace}") => get(get_namespace),
+        ("PATCH", "/orgs/{org}/namespaces/{namespace}") => patch(patch_namespace),
+        ("GET", "/orgs/{org}/namespaces/{namespace}/grants") => get(list_grants),
+        ("PUT", "/orgs/{org}/namespaces/{namespace}/grants") => put(put_grant),
+        ("DELETE", "/orgs/{org}/namespaces/{namespace}/grants") => delete(delete_grant),
+        ("GET", "/me") => get(me),
+        (method, path) => unreachable!("no handler for {method} {path}"),
+    }
+}
+
+/// The management routes, to be merged into a router that carries the state and the layers.
+pub fn routes() -> Router<AppState> {
+    let mut by_path: std::collections::BTreeMap<&str, MethodRouter<AppState>> = Default::default();
+    for route in MANAGEMENT_ROUTES {
+        let added = handler(route);
+        let merged = match by_path.remove(route.path) {
+            Some(existing) => existing.merge(added),
+            None => added,
+        };
+        by_path.insert(route.path, merged);
+    }
+    by_path
+        .into_iter()
+        .fold(Router::new(), |router, (path, methods)| {
+            router.route(&format!("{MANAGEMENT_BASE_PATH}{path}"), methods)
+        })
+}
+
+type Answer = Result<Response, CatalogError>;
+type PathMap = Params;
+
+fn param<'a>(path: &'a PathMap, name: &str) -> Result<&'a str, CatalogError> {
+    path.get(name)
+}
+
+fn created(body: impl serde::Serialize) -> Answer {
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+fn ok(body: impl serde::Serialize) -> Answer {
+    Ok(Json(body).into_response())
+}
+
+fn no_content() -> Answer {
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// A role as the API writes it; `none` ends a membership.
+fn role(name: &str) -> Result<Option<OrgRole>, CatalogError> {
+    match name {
+        "read" => Ok(Some(OrgRole::Read)),
+        "write" => Ok(Some(OrgRole::Write)),
+        "admin" => Ok(Some(OrgRole::Admin)),
+        "none" => Ok(None),
+        other => Err(CatalogError::BadRequest(format!(
+            "Unknown role '{other}': use read, write, admin or none"
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NameBody {
+    name: String,
+}
+
+async fn create_org(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    JsonBody(body): JsonBody<NameBody>,
+) -> Answer {
+    let org = s.catalog.create_org(&p, &body.name).await?;
+    created(serde_json::json!({"name": org.name, "iceberg_enabled": org.iceberg_enabled}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OrgPatch {
+    iceberg_enabled: bool,
+}
+
+async fn update_org(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<OrgPatch>,
+) -> Answer {
+    let org = s
+        .catalog
+        .set_iceberg_enabled(&p, param(&path, "org")?, body.iceberg_enabled)
+        .await?;
+    ok(serde_json::json!({"name": org.name, "iceberg_enabled": org.iceberg_enabled}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApiClientBody {
+    name: String,
+    #[serde(default)]
+    email: Option<String>,
+    role: String,
+}
+
+async fn create_api_client(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<ApiClientBody>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    let role = role(&body.role)?.ok_or_else(|| {
+        CatalogError::BadRequest("An api client needs a role: read, write or admin".into())
+    })?;
+    created(
+        s.catalog
+            .create_api_client(&ctx, &body.name, body.email, role)
+            .await?,
+    )
+}
+
+async fn list_api_clients(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    ok(serde_json::json!({"api_clients": s.catalog.list_api_clients(&ctx).await?}))
+}
+
+async fn delete_api_client(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    s.catalog
+        .delete_api_client(&ctx, param(&path, "id")?)
+        .await?;
+    no_content()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleBody {
+    role: String,
+}
+
+async fn put_member(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<RoleBody>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    let role = role(&body.role)?;
+    s.catalog
+        .set_member(&ctx, param(&path, "principal")?, role)
+        .await?;
+    no_content()
+}
+
+async fn create_team(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<NameBody>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    s.catalog.create_team(&ctx, &body.name).await?;
+    created(serde_json::json!({"name": body.name, "members": []}))
+}
+
+async fn get_team(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    ok(s.catalog.team(&ctx, param(&path, "team")?).await?)
+}
+
+async fn set_team_member(
+    s: AppState,
+    p: crate::model::Principal,
+    path: PathMap,
+    member: bool,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    s.catalog
+        .set_team_member(
+            &ctx,
+            param(&path, "team")?,
+            param(&path, "principal")?,
+            member,
+        )
+        .await?;
+    no_content()
+}
+
+async fn put_team_member(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    set_team_member(s, p, path, true).await
+}
+
+async fn delete_team_member(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    set_team_member(s, p, path, false).await
+}
+
+async fn get_namespace(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    ok(s.catalog
+        .namespace_settings(&ctx, param(&path, "namespace")?)
+        .await?)
+}
+
+async fn patch_namespace(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<NamespacePatch>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    ok(s.catalog
+        .patch_namespace(&ctx, param(&path, "namespace")?, body)
+        .await?)
+}
+
+async fn list_grants(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    let grants: Vec<serde_json::Value> = s
+        .catalog
+        .list_grants(&ctx, param(&path, "namespace")?)
+        .await?
+        .into_iter()
+        .map(|g| {
+            serde_json::json!({
+                "principal": display_principal(&g.principal),
+                "action": g.action,
+                "table": g.table,
+            })
+        })
+        .collect();
+    ok(serde_json::json!({ "grants": grants }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GrantBody {
+    principal: String,
+    action: Action,
+    #[serde(default)]
+    table: Option<String>,
+}
+
+async fn put_grant(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<GrantBody>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    s.catalog
+        .put_grant(
+            &ctx,
+            param(&path, "namespace")?,
+            &body.principal,
+            body.table.as_deref(),
+            body.action,
+        )
+        .await?;
+    no_content()
+}
+
+async fn delete_grant(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    query: QueryMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    let principal = query.get("principal").ok_or_else(|| {
+        CatalogError::BadRequest("Name the grant's principal: ?principal=...".into())
+    })?;
+    s.catalog
+        .delete_grant(
+            &ctx,
+            param(&path, "namespace")?,
+            principal,
+            query.get("table"),
+        )
+        .await?;
+    no_content()
+}
+
+async fn me(State(s): State<AppState>, Authenticated(p): Authenticated) -> Answer {
+    ok(s.catalog.me(&p).await?)
+}
