@@ -91,6 +91,9 @@ impl Grants {
 /// A principal's standing in one org, resolved once per request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Access {
+    /// Who and where, for the audit event of a denial.
+    pub principal: String,
+    pub org: String,
     pub org_role: Option<OrgRole>,
     /// Full access everywhere.
     pub service_admin: bool,
@@ -121,6 +124,12 @@ impl Access {
     /// that Iceberg is disabled for the org.
     pub fn is_member(&self) -> bool {
         self.service_admin || self.org_role.is_some()
+    }
+
+    /// Whether the principal may take `action` on `resource`; for filters (listings), which
+    /// leave out what a caller may not see rather than refuse it.
+    pub fn allows(&self, resource: Resource<'_>, action: Action) -> bool {
+        self.effective(resource).is_some_and(|held| held >= action)
     }
 
     /// The highest action the principal may take on a resource, if any.
@@ -175,14 +184,24 @@ pub fn authorize(
     resource: Resource<'_>,
     action: Action,
 ) -> Result<(), CatalogError> {
-    if access
-        .effective(resource)
-        .is_some_and(|held| held >= action)
-    {
-        Ok(())
-    } else {
-        Err(access_denied())
+    if access.allows(resource, action) {
+        return Ok(());
     }
+    let (namespace, table) = match resource {
+        Resource::Catalog => (None, None),
+        Resource::Namespace(ns) => (Some(ns.name.as_str()), None),
+        Resource::Table { namespace, table } => (Some(namespace.name.as_str()), Some(table)),
+    };
+    tracing::info!(
+        audit = "denied",
+        principal = %access.principal,
+        org = %access.org,
+        namespace,
+        table,
+        ?action,
+        "request denied"
+    );
+    Err(access_denied())
 }
 
 #[cfg(test)]

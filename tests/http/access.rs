@@ -651,3 +651,55 @@ async fn public_namespaces_need_role_vended_storage() {
         .unwrap_err();
     assert!(refused.to_string().contains("table 'over'"), "{refused}");
 }
+
+/// A writer that collects log lines for a test.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every denial is one structured audit event naming principal, org, resource and action,
+/// and never the token.
+#[tokio::test(flavor = "current_thread")]
+async fn every_denial_is_one_audit_event_without_secrets() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .json()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let c = TestCatalog::new().await;
+    c.create_namespace("au").await;
+    c.create_table("au", "t").await;
+    let body = json!({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"k": "v"}}
+    ]});
+    c.post_as(&c.read_token, &table_path("au", "t"), body)
+        .await
+        .assert_error(403, "ForbiddenException");
+    let reader = c.catalog.authenticate(&c.read_token).await.unwrap();
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(!text.contains(&c.read_token), "a token reached the log");
+    let denials: Vec<Value> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["fields"]["audit"] == "denied")
+        .collect();
+    assert_eq!(denials.len(), 1, "{denials:?}");
+    let fields = &denials[0]["fields"];
+    assert_eq!(fields["principal"], reader.id);
+    assert_eq!(fields["org"], ORG);
+    assert_eq!(fields["namespace"], "au");
+    assert_eq!(fields["table"], "t");
+    assert_eq!(fields["action"], "Write");
+}

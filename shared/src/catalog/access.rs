@@ -55,6 +55,8 @@ impl Catalog {
             .await?
             .is_empty();
         Ok(Access {
+            principal: principal.id.clone(),
+            org: org.to_owned(),
             org_role,
             service_admin,
             grants: Arc::new(Grants::from_rows(&grants)),

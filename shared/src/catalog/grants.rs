@@ -34,8 +34,7 @@ impl Catalog {
     /// on one table sees that table's only.
     pub async fn list_grants(&self, ctx: &OrgContext, namespace: &str) -> Result<Vec<GrantView>> {
         let ns = self.live_namespace(ctx, namespace).await?.row;
-        let manages_namespace =
-            authorize(&ctx.access, Resource::Namespace(&ns), Action::Manage).is_ok();
+        let manages_namespace = ctx.access.allows(Resource::Namespace(&ns), Action::Manage);
         let rows: Vec<GrantRow> = self
             .collect_rows(
                 &keys::namespace_partition(&ns.id),
@@ -50,15 +49,13 @@ impl Catalog {
             .filter(|g| {
                 manages_namespace
                     || g.table.as_deref().is_some_and(|table| {
-                        authorize(
-                            &ctx.access,
+                        ctx.access.allows(
                             Resource::Table {
                                 namespace: &ns,
                                 table,
                             },
                             Action::Manage,
                         )
-                        .is_ok()
                     })
             })
             .map(|g| GrantView {

@@ -187,6 +187,7 @@ impl Catalog {
         let org_row = org_row
             .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?;
         if !access.sees_catalog() {
+            tracing::info!(audit = "denied", principal = %principal.id, org, "nothing visible in the org");
             return Err(access_denied());
         }
         Ok(OrgContext {

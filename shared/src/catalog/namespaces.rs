@@ -56,7 +56,7 @@ impl Catalog {
                 page.read_limit(),
                 |ns: &NamespaceRow| {
                     ns.deleted_ms.is_none()
-                        && authorize(&ctx.access, Resource::Namespace(ns), Action::Read).is_ok()
+                        && ctx.access.allows(Resource::Namespace(ns), Action::Read)
                 },
             )
             .await?;

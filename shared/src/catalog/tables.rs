@@ -62,15 +62,13 @@ impl Catalog {
                 after,
                 page.read_limit(),
                 |t: &TableRow| {
-                    authorize(
-                        &ctx.access,
+                    ctx.access.allows(
                         Resource::Table {
                             namespace: &ns.row,
                             table: &t.name,
                         },
                         Action::Read,
                     )
-                    .is_ok()
                 },
             )
             .await?;
@@ -521,16 +519,13 @@ impl Catalog {
         table: &str,
         directory: &str,
     ) -> Result<Vended> {
-        let level = if authorize(
-            &ctx.access,
+        let level = if ctx.access.allows(
             Resource::Table {
                 namespace: ns,
                 table,
             },
             Action::Write,
-        )
-        .is_ok()
-        {
+        ) {
             AccessLevel::ReadWrite
         } else {
             AccessLevel::Read
