@@ -703,3 +703,57 @@ async fn every_denial_is_one_audit_event_without_secrets() {
     assert_eq!(fields["table"], "t");
     assert_eq!(fields["action"], "Write");
 }
+
+/// Vended credentials follow the caller's action on the table: read-only unless it may write.
+/// On DynamoDB + S3 + STS the policy STS received is checked; locally nothing is vended.
+#[tokio::test]
+async fn vended_credentials_follow_the_callers_action_on_the_table() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("vd").await;
+    c.create_table("vd", "t").await;
+    let admin = admin_context(&c).await;
+    for (name, action, writes) in [
+        ("vend-reader", Action::Read, false),
+        ("vend-writer", Action::Write, true),
+    ] {
+        let (principal, token) = principal_without_role(&c, name).await;
+        c.catalog
+            .put_grant(&admin, "vd", &principal.id, Some("t"), action)
+            .await
+            .unwrap();
+        let answer = c
+            .request(
+                Method::GET,
+                &format!("{}/credentials", table_path("vd", "t")),
+                Some(&token),
+                None,
+            )
+            .await;
+        let vended = answer.assert_ok(200)["storage-credentials"]
+            .as_array()
+            .unwrap()
+            .clone();
+        match c.backend {
+            Backend::Local => assert!(vended.is_empty()),
+            Backend::Aws => {
+                assert_eq!(vended.len(), 1);
+                let location = c.get(&table_path("vd", "t")).await.body["metadata"]["location"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let sent = moto::assumed_role_policies(&floe::vending::policy::session_name(
+                    &principal.id,
+                    &location,
+                ))
+                .await;
+                assert_eq!(sent.len(), 1, "{name}: {sent:?}");
+                assert_eq!(
+                    sent[0].contains("s3:PutObject"),
+                    writes,
+                    "{name}: {}",
+                    sent[0]
+                );
+            }
+        }
+    }
+}
