@@ -1,4 +1,5 @@
-//! The authorization matrix: every principal kind × every target × every catalog route, with the
+//! The authorization matrix: every principal kind × every target × every catalog and management
+//! route, with the
 //! expected answer derived from one declarative model of the reference's access rules.
 
 use floe::authz::Action;
@@ -207,7 +208,7 @@ struct Check {
 }
 
 #[tokio::test]
-async fn every_principal_every_target_every_catalog_route() {
+async fn every_principal_every_target_every_route() {
     let c = TestCatalog::new().await;
     let callers = setup(&c).await;
     let mut checks = Vec::new();
@@ -399,6 +400,109 @@ async fn every_principal_every_target_every_catalog_route() {
             allowed: matches!(who, Who::Stranger | Who::ServiceAdmin),
             answer: call(Method::GET, "/v1/other-org/namespaces".into(), None).await,
         });
+
+        // The management routes, through the same decision.
+        let manage = |method: Method, path: String, body: Option<Value>| {
+            let c = &c;
+            async move { c.management(method, &path, token, body).await }
+        };
+        for (ns, table) in [("granted", "t1"), ("other", "t3"), ("open", "tp")] {
+            let settings = format!("/orgs/{ORG}/namespaces/{ns}");
+            let grants = format!("{settings}/grants");
+            let management_checks: [(&'static str, Method, String, Option<Value>, bool); 6] = [
+                (
+                    "GET namespace settings",
+                    Method::GET,
+                    settings.clone(),
+                    None,
+                    allowed(who, ns, None, Action::Read),
+                ),
+                (
+                    "PATCH description",
+                    Method::PATCH,
+                    settings.clone(),
+                    Some(json!({"description": "matrix"})),
+                    allowed(who, ns, None, Action::Write),
+                ),
+                (
+                    "PATCH visibility",
+                    Method::PATCH,
+                    settings.clone(),
+                    Some(
+                        json!({"visibility": if ns == "open" { "AUTHENTICATED_PUBLIC" } else { "PRIVATE" }}),
+                    ),
+                    allowed(who, ns, None, Action::Manage),
+                ),
+                (
+                    "GET grants",
+                    Method::GET,
+                    grants.clone(),
+                    None,
+                    allowed(who, ns, None, Action::Manage)
+                        || allowed(who, ns, Some(table), Action::Manage),
+                ),
+                (
+                    "PUT namespace grant",
+                    Method::PUT,
+                    grants.clone(),
+                    Some(json!({"principal": "user:matrix", "action": "read"})),
+                    allowed(who, ns, None, Action::Manage),
+                ),
+                (
+                    "PUT table grant",
+                    Method::PUT,
+                    grants.clone(),
+                    Some(json!({"principal": "user:matrix", "action": "read", "table": table})),
+                    allowed(who, ns, Some(table), Action::Manage),
+                ),
+            ];
+            for (route, method, path, body, allowed) in management_checks {
+                checks.push(Check {
+                    who,
+                    route,
+                    target: ns.into(),
+                    allowed,
+                    answer: manage(method, path, body).await,
+                });
+            }
+        }
+        let org_admin = matches!(who, Who::Admin | Who::ServiceAdmin);
+        let member = matches!(
+            who,
+            Who::Reader | Who::Writer | Who::Admin | Who::ServiceAdmin
+        );
+        for (route, method, path, body, allowed) in [
+            (
+                "GET api-clients",
+                Method::GET,
+                format!("/orgs/{ORG}/api-clients"),
+                None,
+                org_admin,
+            ),
+            (
+                "PUT member",
+                Method::PUT,
+                format!("/orgs/{ORG}/members/user:nobody"),
+                Some(json!({"role": "none"})),
+                org_admin,
+            ),
+            (
+                "GET team",
+                Method::GET,
+                format!("/orgs/{ORG}/teams/readers"),
+                None,
+                member,
+            ),
+            ("GET me", Method::GET, "/me".to_owned(), None, true),
+        ] {
+            checks.push(Check {
+                who,
+                route,
+                target: ORG.into(),
+                allowed,
+                answer: manage(method, path, body).await,
+            });
+        }
 
         // Listings show exactly what the caller may read.
         let listed = call(Method::GET, format!("/v1/{ORG}/namespaces"), None).await;
