@@ -1,6 +1,6 @@
 //! The authorization matrix: every principal kind × every target × every catalog and management
-//! route, with the
-//! expected answer derived from one declarative model of the reference's access rules.
+//! route, with the expected answer derived from one declarative model of the reference's access
+//! rules.
 
 use floe::authz::Action;
 use floe::bootstrap;
