@@ -1,6 +1,8 @@
-//! `floe`: the local catalog server, admin commands and the latency bench.
+//! `floe`: the local catalog server, admin commands, the management API client and the latency
+//! bench.
 
 mod bench;
+mod manage;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -9,7 +11,8 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "floe",
     version,
-    about = "Floe: a serverless Apache Iceberg REST catalog"
+    about = "Floe: a serverless Apache Iceberg REST catalog",
+    after_help = manage::EXIT_CODES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,6 +32,8 @@ enum Command {
     Iam,
     /// Measure loadTable and commit latency against a running catalog.
     Bench(bench::BenchArgs),
+    #[command(flatten)]
+    Manage(manage::Command),
 }
 
 fn main() -> std::process::ExitCode {
@@ -37,8 +42,14 @@ fn main() -> std::process::ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    // Management commands have exit codes of their own (see `manage::EXIT_CODES`).
+    let command = match cli.command {
+        Command::Manage(command) => return runtime.block_on(manage::run(command)),
+        command => command,
+    };
     let outcome = runtime.block_on(async {
-        match cli.command {
+        match command {
+            Command::Manage(_) => unreachable!("answered above"),
             Command::Serve(args) => serve::serve(args).await,
             Command::Admin(command) => serve::admin(command).await,
             Command::Bench(args) => bench::run(args).await,

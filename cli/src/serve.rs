@@ -30,24 +30,29 @@ pub enum AdminCommand {
         #[command(flatten)]
         settings: Settings,
     },
-    /// Create an api client in an org and print its token (shown once, stored hashed).
+    /// Create an api client in an org, or a service administrator, and print its token (shown
+    /// once, stored hashed).
     CreateToken(CreateTokenArgs),
 }
 
 #[derive(Args)]
 pub struct CreateTokenArgs {
     /// Org the api client belongs to.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "service_admin")]
     org: Option<String>,
-    /// Display name of the api client.
-    #[arg(long)]
-    name: String,
+    /// Display name of the api client (with --service-admin, default: service-admin).
+    #[arg(long, required_unless_present = "service_admin")]
+    name: Option<String>,
     /// Email stamped as snapshot author on its commits.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "service_admin")]
     email: Option<String>,
     /// Org role: read, write or admin.
-    #[arg(long, default_value = "read", value_parser = parse_role)]
+    #[arg(long, default_value = "read", value_parser = parse_role, conflicts_with = "service_admin")]
     role: OrgRole,
+    /// Create a service administrator instead: full access in every org, the only principal
+    /// that may create orgs (`floe orgs create`). Works on a fresh data directory.
+    #[arg(long)]
+    service_admin: bool,
     #[command(flatten)]
     settings: Settings,
 }
@@ -164,6 +169,9 @@ fn aws_sdk_dynamodb_client(sdk: &floe::deployment::SdkConfig) -> floe::deploymen
 }
 
 async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
+    if args.service_admin {
+        return create_service_admin(args).await;
+    }
     let settings = &args.settings;
     let sdk = if settings.uses_aws() {
         Some(floe::deployment::aws_config().await)
@@ -178,7 +186,7 @@ async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
         &*store,
         &SystemClock,
         org,
-        &args.name,
+        args.name.as_deref().ok_or("--name is required")?,
         args.email,
         args.role,
     )
@@ -187,6 +195,30 @@ async fn create_token(args: CreateTokenArgs) -> Result<(), String> {
     eprintln!(
         "Created api client {} ({:?}) in org '{org}'",
         principal.id, args.role
+    );
+    println!("{token}");
+    Ok(())
+}
+
+/// A service administrator on the store `floe serve` would open. Nothing is bootstrapped here:
+/// a dev-org token generated now would never be shown, and `floe serve` provisions the dev org
+/// on its first start as usual.
+async fn create_service_admin(args: CreateTokenArgs) -> Result<(), String> {
+    let settings = Settings {
+        bootstrap: false,
+        ..args.settings
+    };
+    let (catalog, _) = floe::deployment::open_catalog(&settings)
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = args.name.as_deref().unwrap_or("service-admin");
+    let (principal, token) = floe::catalog::issue_service_admin(&catalog, name)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "Created service administrator {} ('{name}'), with full access in every org.\n\
+         Its token follows on stdout. It is shown only this once: store it now.",
+        floe::catalog::display_principal(&principal.id)
     );
     println!("{token}");
     Ok(())

@@ -1,0 +1,368 @@
+//! Each management command as its request and what it prints. With `--json` the answer's
+//! bytes are printed as they came; otherwise the rendering of `output`, or a confirmation for
+//! the empty (204) answers.
+
+use bytes::Bytes;
+use http::Method;
+use serde_json::{Value, json};
+
+use super::client::Client;
+use super::{
+    ApiClientsCommand, Command, Connection, EXIT_SERVER, Failure, GrantsCommand, MemberRole,
+    MembersCommand, NamespaceCommand, OrgsCommand, TeamsCommand, Visibility, output, word,
+};
+
+/// A client and the output form chosen for one command.
+struct Session {
+    client: Client,
+    json: bool,
+}
+
+impl Session {
+    fn open(connection: &Connection) -> Result<Self, Failure> {
+        Ok(Session {
+            client: connection.client()?,
+            json: connection.json,
+        })
+    }
+
+    async fn call(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> Result<Bytes, Failure> {
+        self.client.call(method, segments, query, body).await
+    }
+
+    /// Prints an answer with a body: exactly as received with `--json`, else rendered.
+    fn show(&self, answer: &Bytes, render: impl FnOnce(&Value) -> String) -> Result<(), Failure> {
+        if self.json {
+            print_raw(answer);
+            return Ok(());
+        }
+        println!("{}", render(&parse(answer)?));
+        Ok(())
+    }
+
+    /// Confirms an empty answer; `--json` prints nothing, since the API sent nothing.
+    fn done(&self, message: String) {
+        if !self.json {
+            println!("{message}");
+        }
+    }
+}
+
+fn print_raw(answer: &Bytes) {
+    let text = String::from_utf8_lossy(answer);
+    if text.ends_with('\n') {
+        print!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
+fn parse(answer: &Bytes) -> Result<Value, Failure> {
+    serde_json::from_slice(answer).map_err(|e| {
+        Failure::new(
+            EXIT_SERVER,
+            format!("the server's answer is not the JSON the API documents: {e}"),
+        )
+    })
+}
+
+pub async fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Orgs {
+            connection,
+            command,
+        } => orgs(&Session::open(&connection)?, command).await,
+        Command::ApiClients {
+            connection,
+            command,
+        } => api_clients(&Session::open(&connection)?, command).await,
+        Command::Members {
+            connection,
+            command,
+        } => members(&Session::open(&connection)?, command).await,
+        Command::Teams {
+            connection,
+            command,
+        } => teams(&Session::open(&connection)?, command).await,
+        Command::Namespace {
+            connection,
+            command,
+        } => namespace(&Session::open(&connection)?, command).await,
+        Command::Grants {
+            connection,
+            command,
+        } => grants(&Session::open(&connection)?, command).await,
+        Command::Whoami { connection } => {
+            let s = Session::open(&connection)?;
+            let answer = s.call(Method::GET, &["me"], &[], None).await?;
+            s.show(&answer, output::me)
+        }
+    }
+}
+
+async fn orgs(s: &Session, command: OrgsCommand) -> Result<(), Failure> {
+    let answer = match command {
+        OrgsCommand::Create { name } => {
+            s.call(Method::POST, &["orgs"], &[], Some(json!({"name": name})))
+                .await?
+        }
+        OrgsCommand::Iceberg { org, enable, .. } => {
+            s.call(
+                Method::PATCH,
+                &["orgs", &org],
+                &[],
+                Some(json!({"iceberg_enabled": enable})),
+            )
+            .await?
+        }
+    };
+    s.show(&answer, output::org)
+}
+
+async fn api_clients(s: &Session, command: ApiClientsCommand) -> Result<(), Failure> {
+    match command {
+        ApiClientsCommand::Create {
+            org,
+            name,
+            email,
+            role,
+        } => {
+            let mut body = json!({"name": name, "role": word(role)});
+            if let Some(email) = email {
+                body["email"] = json!(email);
+            }
+            let answer = s
+                .call(
+                    Method::POST,
+                    &["orgs", &org, "api-clients"],
+                    &[],
+                    Some(body),
+                )
+                .await?;
+            if s.json {
+                print_raw(&answer);
+                return Ok(());
+            }
+            let client = parse(&answer)?;
+            let token = client
+                .get("token")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Failure::new(EXIT_SERVER, "the server's answer holds no token"))?;
+            eprintln!("{}", output::api_client_created(&client, &org));
+            println!("{token}");
+            Ok(())
+        }
+        ApiClientsCommand::List { org } => {
+            let answer = s
+                .call(Method::GET, &["orgs", &org, "api-clients"], &[], None)
+                .await?;
+            s.show(&answer, output::api_clients)
+        }
+        ApiClientsCommand::Delete { org, id } => {
+            s.call(
+                Method::DELETE,
+                &["orgs", &org, "api-clients", &id],
+                &[],
+                None,
+            )
+            .await?;
+            s.done(format!("Deleted api client {id} from org '{org}'."));
+            Ok(())
+        }
+    }
+}
+
+async fn members(s: &Session, command: MembersCommand) -> Result<(), Failure> {
+    let MembersCommand::Set {
+        org,
+        principal,
+        role,
+    } = command;
+    s.call(
+        Method::PUT,
+        &["orgs", &org, "members", &principal],
+        &[],
+        Some(json!({"role": word(role)})),
+    )
+    .await?;
+    s.done(match role {
+        MemberRole::None => format!("{principal} is no longer a member of org '{org}'."),
+        role => format!("{principal} has role {} in org '{org}'.", word(role)),
+    });
+    Ok(())
+}
+
+async fn teams(s: &Session, command: TeamsCommand) -> Result<(), Failure> {
+    match command {
+        TeamsCommand::Create { org, team } => {
+            let answer = s
+                .call(
+                    Method::POST,
+                    &["orgs", &org, "teams"],
+                    &[],
+                    Some(json!({"name": team})),
+                )
+                .await?;
+            s.show(&answer, |_| {
+                format!("Created team '{team}' in org '{org}'.")
+            })
+        }
+        TeamsCommand::Show { org, team } => {
+            let answer = s
+                .call(Method::GET, &["orgs", &org, "teams", &team], &[], None)
+                .await?;
+            s.show(&answer, output::team)
+        }
+        TeamsCommand::Add {
+            org,
+            team,
+            principal,
+        } => {
+            s.call(
+                Method::PUT,
+                &["orgs", &org, "teams", &team, "members", &principal],
+                &[],
+                None,
+            )
+            .await?;
+            s.done(format!(
+                "Added {principal} to team '{team}' of org '{org}'."
+            ));
+            Ok(())
+        }
+        TeamsCommand::Remove {
+            org,
+            team,
+            principal,
+        } => {
+            s.call(
+                Method::DELETE,
+                &["orgs", &org, "teams", &team, "members", &principal],
+                &[],
+                None,
+            )
+            .await?;
+            s.done(format!(
+                "Removed {principal} from team '{team}' of org '{org}'."
+            ));
+            Ok(())
+        }
+    }
+}
+
+async fn namespace(s: &Session, command: NamespaceCommand) -> Result<(), Failure> {
+    let answer = match command {
+        NamespaceCommand::Show { org, namespace } => {
+            s.call(
+                Method::GET,
+                &["orgs", &org, "namespaces", &namespace],
+                &[],
+                None,
+            )
+            .await?
+        }
+        NamespaceCommand::Set {
+            org,
+            namespace,
+            visibility,
+            description,
+            metadata,
+        } => {
+            let mut patch = serde_json::Map::new();
+            if let Some(visibility) = visibility {
+                let api = match visibility {
+                    Visibility::Private => "PRIVATE",
+                    Visibility::Public => "AUTHENTICATED_PUBLIC",
+                };
+                patch.insert("visibility".into(), json!(api));
+            }
+            if let Some(description) = description {
+                patch.insert("description".into(), json!(description));
+            }
+            if let Some(metadata) = metadata {
+                patch.insert("metadata".into(), Value::Object(metadata));
+            }
+            s.call(
+                Method::PATCH,
+                &["orgs", &org, "namespaces", &namespace],
+                &[],
+                Some(Value::Object(patch)),
+            )
+            .await?
+        }
+    };
+    s.show(&answer, output::namespace)
+}
+
+async fn grants(s: &Session, command: GrantsCommand) -> Result<(), Failure> {
+    match command {
+        GrantsCommand::List { org, namespace } => {
+            let answer = s
+                .call(
+                    Method::GET,
+                    &["orgs", &org, "namespaces", &namespace, "grants"],
+                    &[],
+                    None,
+                )
+                .await?;
+            s.show(&answer, output::grants)
+        }
+        GrantsCommand::Set {
+            org,
+            namespace,
+            principal,
+            action,
+            table,
+        } => {
+            s.call(
+                Method::PUT,
+                &["orgs", &org, "namespaces", &namespace, "grants"],
+                &[],
+                Some(json!({"principal": principal, "action": word(action), "table": table})),
+            )
+            .await?;
+            s.done(format!(
+                "Granted {} on {} to {principal}.",
+                word(action),
+                grain(&namespace, table.as_deref())
+            ));
+            Ok(())
+        }
+        GrantsCommand::Remove {
+            org,
+            namespace,
+            principal,
+            table,
+        } => {
+            let mut query = vec![("principal", principal.as_str())];
+            if let Some(table) = &table {
+                query.push(("table", table.as_str()));
+            }
+            s.call(
+                Method::DELETE,
+                &["orgs", &org, "namespaces", &namespace, "grants"],
+                &query,
+                None,
+            )
+            .await?;
+            s.done(format!(
+                "Removed the grant of {principal} on {}.",
+                grain(&namespace, table.as_deref())
+            ));
+            Ok(())
+        }
+    }
+}
+
+fn grain(namespace: &str, table: Option<&str>) -> String {
+    match table {
+        Some(table) => format!("table {namespace}.{table}"),
+        None => format!("namespace {namespace}"),
+    }
+}

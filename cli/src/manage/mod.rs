@@ -1,0 +1,339 @@
+//! `floe orgs | api-clients | members | teams | namespace | grants | whoami`: the management
+//! API (`/api/v1`) from the command line.
+//!
+//! Every command is one HTTP request; its outcome is an exit code scripts can branch on (see
+//! [`EXIT_CODES`]), the answer a short human rendering or, with `--json`, the API's JSON as it
+//! came.
+
+mod client;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Subcommand, ValueEnum};
+use serde_json::{Map, Value};
+
+pub use client::Connection;
+
+/// The exit codes, as `--help` shows them: a script tells "no such team" from "not allowed"
+/// without parsing messages.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  failure on this machine (an unreadable token file, a data directory in use)
+  2  usage error: the command line does not parse or a value is invalid
+  3  not authenticated (HTTP 401, or no token found)
+  4  forbidden (HTTP 403)
+  5  not found (HTTP 404)
+  6  conflict, already exists (HTTP 409)
+  7  bad request (HTTP 400 and any other 4xx)
+  8  server or network error (HTTP 5xx, unreachable server, timeout, unreadable answer)";
+
+/// Why a management command failed, with the exit code that says so.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Exit code of a failure on this machine, before any request.
+pub const EXIT_LOCAL: u8 = 1;
+/// Exit code of a missing or refused token.
+pub const EXIT_UNAUTHENTICATED: u8 = 3;
+/// Exit code of server, network and protocol failures.
+pub const EXIT_SERVER: u8 = 8;
+
+/// The exit code for an HTTP status the API answered with.
+pub fn exit_code(status: u16) -> u8 {
+    match status {
+        401 => EXIT_UNAUTHENTICATED,
+        403 => 4,
+        404 => 5,
+        409 => 6,
+        400..=499 => 7,
+        _ => EXIT_SERVER,
+    }
+}
+
+/// The management command groups; flattened into `floe`'s own commands.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Create orgs and switch Iceberg on or off (service administrators).
+    #[command(after_help = EXIT_CODES)]
+    Orgs {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: OrgsCommand,
+    },
+    /// Create, list and delete an org's api clients (org admins).
+    #[command(after_help = EXIT_CODES)]
+    ApiClients {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: ApiClientsCommand,
+    },
+    /// Set or end a principal's org role (org admins).
+    #[command(after_help = EXIT_CODES)]
+    Members {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: MembersCommand,
+    },
+    /// Create teams, show them and change their members.
+    #[command(after_help = EXIT_CODES)]
+    Teams {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: TeamsCommand,
+    },
+    /// Show and change a namespace's visibility, description and metadata.
+    #[command(after_help = EXIT_CODES)]
+    Namespace {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: NamespaceCommand,
+    },
+    /// List, set and remove grants on a namespace and its tables.
+    #[command(after_help = EXIT_CODES)]
+    Grants {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: GrantsCommand,
+    },
+    /// Show the caller: principal, name, email, org roles and teams.
+    #[command(after_help = EXIT_CODES)]
+    Whoami {
+        #[command(flatten)]
+        connection: Connection,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum OrgsCommand {
+    /// Create an org (Iceberg enabled).
+    Create {
+        /// Name of the new org; it is also its warehouse name.
+        name: String,
+    },
+    /// Turn Iceberg on or off for an org.
+    #[command(group(ArgGroup::new("switch").required(true).args(["enable", "disable"])))]
+    Iceberg {
+        org: String,
+        /// Serve the Iceberg routes for this org.
+        #[arg(long)]
+        enable: bool,
+        /// Refuse the Iceberg routes for this org (403).
+        #[arg(long)]
+        disable: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ApiClientsCommand {
+    /// Create an api client; its token is printed once, alone on stdout.
+    Create {
+        org: String,
+        /// Display name.
+        #[arg(long)]
+        name: String,
+        /// Email stamped as snapshot author on its commits.
+        #[arg(long)]
+        email: Option<String>,
+        /// Org role.
+        #[arg(long, value_enum)]
+        role: ClientRole,
+    },
+    /// List the org's api clients (never their tokens).
+    List { org: String },
+    /// Delete an api client; its token stops working.
+    Delete {
+        org: String,
+        /// The api client's id (without `api_client:`).
+        id: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum MembersCommand {
+    /// Set a principal's org role; `none` ends its membership.
+    Set {
+        org: String,
+        /// `user:<sub>` or `api_client:<id>`.
+        principal: String,
+        #[arg(long, value_enum)]
+        role: MemberRole,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum TeamsCommand {
+    /// Create a team.
+    Create { org: String, team: String },
+    /// Show a team and its members.
+    Show { org: String, team: String },
+    /// Add a user or api client to a team.
+    Add {
+        org: String,
+        team: String,
+        /// `user:<sub>` or `api_client:<id>`.
+        principal: String,
+    },
+    /// Remove a user or api client from a team.
+    Remove {
+        org: String,
+        team: String,
+        /// `user:<sub>` or `api_client:<id>`.
+        principal: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum NamespaceCommand {
+    /// Show a namespace's settings.
+    Show { org: String, namespace: String },
+    /// Change a namespace's settings (visibility needs manage, the rest write).
+    #[command(group(ArgGroup::new("change").required(true).multiple(true)
+        .args(["visibility", "description", "metadata"])))]
+    Set {
+        org: String,
+        namespace: String,
+        /// `public` lets every authenticated caller read it.
+        #[arg(long, value_enum)]
+        visibility: Option<Visibility>,
+        /// Free text, at most 4096 characters; an empty one removes it.
+        #[arg(long)]
+        description: Option<String>,
+        /// A JSON object that replaces the namespace's metadata.
+        #[arg(long, value_parser = parse_json_object)]
+        metadata: Option<Map<String, Value>>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum GrantsCommand {
+    /// List the grants on a namespace and its tables.
+    List { org: String, namespace: String },
+    /// Grant an action on the namespace, or on one table with --table; replaces the
+    /// principal's grant at that grain.
+    Set {
+        org: String,
+        namespace: String,
+        /// `user:<sub>`, `team:<name>` or `api_client:<id>`.
+        principal: String,
+        #[arg(long, value_enum)]
+        action: GrantAction,
+        /// Grant on this table only.
+        #[arg(long)]
+        table: Option<String>,
+    },
+    /// Remove a principal's grant on the namespace, or on one table with --table.
+    Remove {
+        org: String,
+        namespace: String,
+        /// `user:<sub>`, `team:<name>` or `api_client:<id>`.
+        principal: String,
+        #[arg(long)]
+        table: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ClientRole {
+    Read,
+    Write,
+    Admin,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum MemberRole {
+    Read,
+    Write,
+    Admin,
+    None,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum GrantAction {
+    Read,
+    Write,
+    Manage,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Visibility {
+    /// Only principals with access (PRIVATE).
+    Private,
+    /// Every authenticated caller may read (AUTHENTICATED_PUBLIC).
+    Public,
+}
+
+/// The lowercase word the API uses for a role or action.
+fn word(value: impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+fn parse_json_object(raw: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str(raw) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("expected a JSON object, such as '{\"owner\": \"bi\"}'".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// Runs one management command and prints its outcome; the exit code says how it went.
+pub async fn run(command: Command) -> ExitCode {
+    match commands::run(command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("floe: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_documented_exit_codes() {
+        let codes: Vec<u8> = [401, 403, 404, 409, 400, 422, 500, 503]
+            .into_iter()
+            .map(exit_code)
+            .collect();
+        assert_eq!(codes, [3, 4, 5, 6, 7, 7, 8, 8]);
+    }
+
+    #[test]
+    fn metadata_must_be_a_json_object() {
+        assert!(parse_json_object(r#"{"owner": "bi"}"#).is_ok());
+        assert!(parse_json_object("[1]").is_err());
+        assert!(parse_json_object("owner=bi").is_err());
+    }
+
+    #[test]
+    fn words_are_the_api_spellings() {
+        assert_eq!(word(MemberRole::None), "none");
+        assert_eq!(word(GrantAction::Manage), "manage");
+        assert_eq!(word(ClientRole::Admin), "admin");
+    }
+}

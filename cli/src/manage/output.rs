@@ -1,0 +1,237 @@
+//! Human renderings of the management API's answers: aligned tables and `key  value` lines.
+//! They read the JSON loosely (a missing field prints empty) so a newer server's extra fields
+//! never break an older `floe`; `--json` is the exact form for scripts.
+
+use serde_json::Value;
+
+/// A field as text: strings as they are, null or missing as empty, anything else as JSON.
+fn text(value: &Value, key: &str) -> String {
+    match value.get(key) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn items<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Left-aligned columns, two spaces apart, with an upper-case header row.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut out = vec![line(headers.to_vec())];
+    out.extend(
+        rows.iter()
+            .map(|row| line(row.iter().map(String::as_str).collect())),
+    );
+    out.join("\n")
+}
+
+/// `key  value` lines with the keys aligned.
+fn fields(pairs: &[(&str, String)]) -> String {
+    let width = pairs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k:<width$}  {v}").trim_end().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `POST /orgs`, `PATCH /orgs/{org}`.
+pub fn org(org: &Value) -> String {
+    let iceberg = match org.get("iceberg_enabled").and_then(Value::as_bool) {
+        Some(true) => "enabled",
+        Some(false) => "disabled",
+        None => "unknown",
+    };
+    format!("org '{}': Iceberg {iceberg}", text(org, "name"))
+}
+
+/// What `api-clients create` says on stderr; the token itself goes alone to stdout.
+pub fn api_client_created(client: &Value, org: &str) -> String {
+    format!(
+        "Created api client {} ('{}', role {}) in org '{org}', principal {}.\n\
+         Its token follows on stdout. It is shown only this once: store it now.",
+        text(client, "id"),
+        text(client, "name"),
+        text(client, "role"),
+        text(client, "principal"),
+    )
+}
+
+/// `GET /orgs/{org}/api-clients`.
+pub fn api_clients(answer: &Value) -> String {
+    let rows: Vec<Vec<String>> = items(answer, "api_clients")
+        .iter()
+        .map(|c| {
+            vec![
+                text(c, "id"),
+                text(c, "name"),
+                text(c, "email"),
+                text(c, "role"),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "No api clients.".into();
+    }
+    table(&["ID", "NAME", "EMAIL", "ROLE"], &rows)
+}
+
+/// `GET /orgs/{org}/teams/{team}`.
+pub fn team(team: &Value) -> String {
+    let members = items(team, "members");
+    let mut out = format!(
+        "team '{}': {} member{}",
+        text(team, "name"),
+        members.len(),
+        if members.len() == 1 { "" } else { "s" }
+    );
+    for member in members {
+        out.push_str("\n  ");
+        out.push_str(member.as_str().unwrap_or_default());
+    }
+    out
+}
+
+/// `GET` and `PATCH /orgs/{org}/namespaces/{namespace}`.
+pub fn namespace(ns: &Value) -> String {
+    let metadata = ns
+        .get("metadata")
+        .filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))
+        .map(Value::to_string)
+        .unwrap_or_default();
+    fields(&[
+        ("name", text(ns, "name")),
+        ("visibility", text(ns, "visibility")),
+        ("bucket", text(ns, "bucket")),
+        ("location", text(ns, "location")),
+        ("description", text(ns, "description")),
+        ("metadata", metadata),
+    ])
+}
+
+/// `GET /orgs/{org}/namespaces/{namespace}/grants`; namespace-grain grants show `*` as table.
+pub fn grants(answer: &Value) -> String {
+    let rows: Vec<Vec<String>> = items(answer, "grants")
+        .iter()
+        .map(|g| {
+            let table = match text(g, "table") {
+                t if t.is_empty() => "*".to_owned(),
+                t => t,
+            };
+            vec![text(g, "principal"), text(g, "action"), table]
+        })
+        .collect();
+    if rows.is_empty() {
+        return "No grants.".into();
+    }
+    table(&["PRINCIPAL", "ACTION", "TABLE"], &rows)
+}
+
+/// `GET /me`.
+pub fn me(me: &Value) -> String {
+    let service_admin = if me.get("service_admin").and_then(Value::as_bool) == Some(true) {
+        "yes"
+    } else {
+        "no"
+    };
+    let mut out = fields(&[
+        ("principal", text(me, "principal")),
+        ("name", text(me, "name")),
+        ("email", text(me, "email")),
+        ("service admin", service_admin.to_owned()),
+    ]);
+    let roles = me.get("org_roles").and_then(Value::as_object);
+    let rows: Vec<Vec<String>> = roles
+        .into_iter()
+        .flatten()
+        .map(|(org, role)| {
+            let teams = me
+                .get("teams")
+                .and_then(|t| t.get(org))
+                .and_then(Value::as_array)
+                .map(|teams| {
+                    teams
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            vec![
+                org.clone(),
+                role.as_str().unwrap_or_default().to_owned(),
+                teams,
+            ]
+        })
+        .collect();
+    out.push_str("\n\n");
+    if rows.is_empty() {
+        out.push_str("No org memberships.");
+    } else {
+        out.push_str(&table(&["ORG", "ROLE", "TEAMS"], &rows));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_align_columns() {
+        let rendered = table(
+            &["PRINCIPAL", "ACTION", "TABLE"],
+            &[
+                vec!["user:alice".into(), "write".into(), "*".into()],
+                vec!["team:data".into(), "read".into(), "orders".into()],
+            ],
+        );
+        assert_eq!(
+            rendered,
+            "PRINCIPAL   ACTION  TABLE\nuser:alice  write   *\nteam:data   read    orders"
+        );
+    }
+
+    #[test]
+    fn grants_show_namespace_grain_as_a_star() {
+        let answer =
+            json!({"grants": [{"principal": "user:a", "action": "manage", "table": null}]});
+        assert!(grants(&answer).ends_with("user:a     manage  *"));
+        assert_eq!(grants(&json!({"grants": []})), "No grants.");
+    }
+
+    #[test]
+    fn whoami_lists_roles_with_teams() {
+        let rendered = me(&json!({
+            "principal": "api_client:1", "name": "etl", "email": null, "service_admin": false,
+            "org_roles": {"demo": "write"}, "teams": {"demo": ["data", "ops"]}
+        }));
+        assert!(rendered.contains("principal      api_client:1"));
+        assert!(rendered.contains("service admin  no"));
+        assert!(rendered.ends_with("ORG   ROLE   TEAMS\ndemo  write  data,ops"));
+    }
+}

@@ -1,0 +1,693 @@
+//! The management commands end to end: the built `floe` binary against a real `floe serve`
+//! on a free loopback port with a temporary data directory, checking output, `--json` and the
+//! documented exit codes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const FLOE: &str = env!("CARGO_BIN_EXE_floe");
+/// The bootstrap admin of org `demo`.
+const ADMIN: &str = "ema_cli_test_admin_token_0123456789abcdefghij";
+
+/// A `floe serve` child process; killed when dropped, so a failing test stops it too.
+struct Server {
+    child: Child,
+    /// `http://127.0.0.1:<port>`, the base URL the CLI takes.
+    url: String,
+}
+
+impl Server {
+    fn start(data_dir: &Path) -> Server {
+        let mut child = Command::new(FLOE)
+            .arg("serve")
+            .env_clear()
+            .env("FLOE_ADDR", "127.0.0.1:0")
+            .env("FLOE_DATA_DIR", data_dir)
+            .env("FLOE_DEV_ORG", "demo")
+            .env("FLOE_DEV_TOKEN", ADMIN)
+            .env("FLOE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("floe serve starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (found, address) = mpsc::channel();
+        // Reads the announced address, then drains stderr so the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut found = Some(found);
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.strip_prefix("Floe catalog: ")
+                    && let Some(found) = found.take()
+                {
+                    let url = rest.split_whitespace().next().unwrap_or_default();
+                    let _ = found.send(url.trim_end_matches("/iceberg").to_owned());
+                }
+            }
+        });
+        let url = match address.recv_timeout(Duration::from_secs(60)) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("floe serve did not announce its address");
+            }
+        };
+        Server { child, url }
+    }
+
+    /// Runs the CLI against this server from `cwd`, with `token` as FLOE_TOKEN.
+    fn floe(&self, cwd: &Path, token: Option<&str>, args: &[&str]) -> Run {
+        run(cwd, &[("FLOE_URL", &self.url)], token, args)
+    }
+
+    /// Iceberg REST POST (to create namespaces the management API then administers).
+    fn iceberg_post(&self, path: &str, body: &Value) -> u16 {
+        let host = self.url.trim_start_matches("http://");
+        let body = body.to_string();
+        let mut stream = TcpStream::connect(host).unwrap();
+        write!(
+            stream,
+            "POST /iceberg{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {ADMIN}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer.split(' ').nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit code and returns the run.
+    fn expect(self, code: i32) -> Run {
+        assert_eq!(self.code, code, "unexpected exit code: {self:#?}");
+        self
+    }
+
+    fn ok(self) -> Run {
+        self.expect(0)
+    }
+
+    fn json(self) -> Value {
+        let run = self.ok();
+        serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("--json printed no JSON ({e}): {run:#?}"))
+    }
+}
+
+/// Runs `floe` with nothing from the caller's environment but `env` and the token.
+fn run(cwd: &Path, env: &[(&str, &str)], token: Option<&str>, args: &[&str]) -> Run {
+    let mut command = Command::new(FLOE);
+    command.args(args).env_clear().current_dir(cwd);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    if let Some(token) = token {
+        command.env("FLOE_TOKEN", token);
+    }
+    let output = command.output().expect("floe runs");
+    Run {
+        code: output.status.code().expect("floe exited"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn api_clients_members_teams_and_whoami() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start(data.path());
+
+    let me = s.floe(cwd, Some(ADMIN), &["whoami", "--json"]).json();
+    assert_eq!(me["org_roles"], json!({"demo": "admin"}));
+    assert_eq!(me["service_admin"], false);
+
+    // Create an api client: the token alone on stdout, the notice on stderr.
+    let created = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "api-clients",
+                "create",
+                "demo",
+                "--name",
+                "etl",
+                "--email",
+                "etl@example.com",
+                "--role",
+                "write",
+            ],
+        )
+        .ok();
+    let token = created.stdout.trim().to_owned();
+    assert!(token.starts_with("ema_"), "{created:#?}");
+    assert_eq!(created.stdout.lines().count(), 1);
+    assert!(created.stderr.contains("shown only this once"));
+    assert!(!created.stderr.contains(&token));
+
+    // Its token works.
+    let me = s.floe(cwd, Some(&token), &["whoami", "--json"]).json();
+    assert_eq!(me["name"], "etl");
+    assert_eq!(me["email"], "etl@example.com");
+    assert_eq!(me["org_roles"], json!({"demo": "write"}));
+    let principal = me["principal"].as_str().unwrap().to_owned();
+    let id = principal.strip_prefix("api_client:").unwrap().to_owned();
+    let human = s.floe(cwd, Some(&token), &["whoami"]).ok();
+    assert!(human.stdout.contains(&principal), "{human:#?}");
+    assert!(human.stdout.contains("demo  write"), "{human:#?}");
+
+    // Listing shows clients, never tokens.
+    let list = s
+        .floe(cwd, Some(ADMIN), &["api-clients", "list", "demo", "--json"])
+        .json();
+    let clients = list["api_clients"].as_array().unwrap();
+    let etl = clients.iter().find(|c| c["id"] == id.as_str()).unwrap();
+    assert_eq!(etl["name"], "etl");
+    assert_eq!(etl["role"], "write");
+    assert!(clients.iter().all(|c| c.get("token").is_none()));
+    assert!(!list.to_string().contains(&token));
+    let human = s
+        .floe(cwd, Some(ADMIN), &["api-clients", "list", "demo"])
+        .ok();
+    assert!(human.stdout.starts_with("ID"), "{human:#?}");
+    assert!(human.stdout.contains(&id) && human.stdout.contains("etl@example.com"));
+    assert!(!human.stdout.contains(&token));
+    // A writer may not administer the org: 403.
+    let refused = s
+        .floe(cwd, Some(&token), &["api-clients", "list", "demo"])
+        .expect(4);
+    assert!(refused.stderr.contains("HTTP 403"), "{refused:#?}");
+
+    // Members: change the role, refuse a team (400), end the membership.
+    let set = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["members", "set", "demo", &principal, "--role", "read"],
+        )
+        .ok();
+    assert!(set.stdout.contains("has role read"), "{set:#?}");
+    let me = s.floe(cwd, Some(&token), &["whoami", "--json"]).json();
+    assert_eq!(me["org_roles"], json!({"demo": "read"}));
+    let bad = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["members", "set", "demo", "team:data", "--role", "read"],
+        )
+        .expect(7);
+    assert!(bad.stderr.contains("Teams are not org members"), "{bad:#?}");
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["members", "set", "demo", &principal, "--role", "none"],
+    )
+    .ok();
+    let me = s.floe(cwd, Some(&token), &["whoami", "--json"]).json();
+    assert_eq!(me["org_roles"], json!({}));
+    s.floe(cwd, Some(&token), &["teams", "show", "demo", "data"])
+        .expect(4);
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["members", "set", "demo", &principal, "--role", "write"],
+    )
+    .ok();
+
+    // Teams: create (then 409), add, show, remove, unknown (404).
+    let team = s
+        .floe(cwd, Some(ADMIN), &["teams", "create", "demo", "data"])
+        .ok();
+    assert!(team.stdout.contains("Created team 'data'"), "{team:#?}");
+    let again = s
+        .floe(cwd, Some(ADMIN), &["teams", "create", "demo", "data"])
+        .expect(6);
+    assert!(
+        again.stderr.contains("Team already exists: data"),
+        "{again:#?}"
+    );
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["teams", "add", "demo", "data", &principal],
+    )
+    .ok();
+    let shown = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["teams", "show", "demo", "data", "--json"],
+        )
+        .json();
+    assert_eq!(shown, json!({"name": "data", "members": [principal]}));
+    let human = s
+        .floe(cwd, Some(&token), &["teams", "show", "demo", "data"])
+        .ok();
+    assert!(human.stdout.contains("1 member") && human.stdout.contains(&principal));
+    let me = s.floe(cwd, Some(&token), &["whoami", "--json"]).json();
+    assert_eq!(me["teams"], json!({"demo": ["data"]}));
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["teams", "remove", "demo", "data", &principal],
+    )
+    .ok();
+    let shown = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["teams", "show", "demo", "data", "--json"],
+        )
+        .json();
+    assert_eq!(shown["members"], json!([]));
+    let missing = s
+        .floe(cwd, Some(ADMIN), &["teams", "show", "demo", "nosuch"])
+        .expect(5);
+    assert!(missing.stderr.contains("Team does not exist: nosuch"));
+
+    // Deleting the api client revokes its token: 401.
+    let deleted = s
+        .floe(cwd, Some(ADMIN), &["api-clients", "delete", "demo", &id])
+        .ok();
+    assert!(deleted.stdout.contains("Deleted api client"));
+    let revoked = s.floe(cwd, Some(&token), &["whoami"]).expect(3);
+    assert!(!revoked.stderr.contains(&token) && !revoked.stdout.contains(&token));
+    s.floe(cwd, Some(ADMIN), &["api-clients", "delete", "demo", &id])
+        .expect(5);
+}
+
+#[test]
+fn namespace_settings_and_grants() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start(data.path());
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["sales"]})),
+        200
+    );
+
+    let shown = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "show", "demo", "sales", "--json"],
+        )
+        .json();
+    assert_eq!(shown["name"], "sales");
+    assert_eq!(shown["visibility"], "PRIVATE");
+    assert_eq!(shown["description"], Value::Null);
+
+    let set = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "namespace",
+                "set",
+                "demo",
+                "sales",
+                "--visibility",
+                "public",
+                "--description",
+                "Sales data",
+                "--metadata",
+                r#"{"owner": "bi"}"#,
+            ],
+        )
+        .ok();
+    assert!(set.stdout.contains("AUTHENTICATED_PUBLIC"), "{set:#?}");
+    assert!(set.stdout.contains("Sales data"));
+    let shown = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "show", "demo", "sales", "--json"],
+        )
+        .json();
+    assert_eq!(shown["visibility"], "AUTHENTICATED_PUBLIC");
+    assert_eq!(shown["description"], "Sales data");
+    assert_eq!(shown["metadata"], json!({"owner": "bi"}));
+    let private = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "namespace",
+                "set",
+                "demo",
+                "sales",
+                "--visibility",
+                "private",
+                "--json",
+            ],
+        )
+        .json();
+    assert_eq!(private["visibility"], "PRIVATE");
+    assert_eq!(private["description"], "Sales data");
+    let long = "x".repeat(4097);
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["namespace", "set", "demo", "sales", "--description", &long],
+    )
+    .expect(7);
+    s.floe(cwd, Some(ADMIN), &["namespace", "show", "demo", "nosuch"])
+        .expect(5);
+
+    // Grants at namespace and table grain.
+    s.floe(cwd, Some(ADMIN), &["teams", "create", "demo", "analysts"])
+        .ok();
+    let granted = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "grants",
+                "set",
+                "demo",
+                "sales",
+                "user:alice",
+                "--action",
+                "write",
+            ],
+        )
+        .ok();
+    assert!(
+        granted.stdout.contains("Granted write on namespace sales"),
+        "{granted:#?}"
+    );
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &[
+            "grants",
+            "set",
+            "demo",
+            "sales",
+            "team:analysts",
+            "--action",
+            "read",
+            "--table",
+            "orders",
+        ],
+    )
+    .ok();
+    let ghost = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "grants",
+                "set",
+                "demo",
+                "sales",
+                "team:ghosts",
+                "--action",
+                "read",
+            ],
+        )
+        .expect(7);
+    assert!(ghost.stderr.contains("Team does not exist: ghosts"));
+    let mut grants = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["grants", "list", "demo", "sales", "--json"],
+        )
+        .json()["grants"]
+        .as_array()
+        .unwrap()
+        .clone();
+    grants.sort_by_key(|g| g["principal"].to_string());
+    assert_eq!(
+        grants,
+        [
+            json!({"principal": "team:analysts", "action": "read", "table": "orders"}),
+            json!({"principal": "user:alice", "action": "write", "table": null}),
+        ]
+    );
+    let human = s
+        .floe(cwd, Some(ADMIN), &["grants", "list", "demo", "sales"])
+        .ok();
+    assert!(human.stdout.starts_with("PRINCIPAL"), "{human:#?}");
+    assert!(
+        human.stdout.contains("user:alice     write   *"),
+        "{human:#?}"
+    );
+    assert!(human.stdout.contains("team:analysts  read    orders"));
+
+    // A reader may not see grants: 403.
+    let reader = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "api-clients",
+                "create",
+                "demo",
+                "--name",
+                "viewer",
+                "--role",
+                "read",
+            ],
+        )
+        .ok()
+        .stdout;
+    s.floe(
+        cwd,
+        Some(reader.trim()),
+        &["grants", "list", "demo", "sales"],
+    )
+    .expect(4);
+
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["grants", "remove", "demo", "sales", "user:alice"],
+    )
+    .ok();
+    let left = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["grants", "list", "demo", "sales", "--json"],
+        )
+        .json();
+    assert_eq!(
+        left["grants"],
+        json!([{"principal": "team:analysts", "action": "read", "table": "orders"}])
+    );
+    let removed = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "grants",
+                "remove",
+                "demo",
+                "sales",
+                "team:analysts",
+                "--table",
+                "orders",
+            ],
+        )
+        .ok();
+    assert!(
+        removed.stdout.contains("table sales.orders"),
+        "{removed:#?}"
+    );
+    let none = s
+        .floe(cwd, Some(ADMIN), &["grants", "list", "demo", "sales"])
+        .ok();
+    assert_eq!(none.stdout.trim(), "No grants.");
+    s.floe(cwd, Some(ADMIN), &["grants", "list", "demo", "nosuch"])
+        .expect(5);
+}
+
+#[test]
+fn a_service_administrator_from_a_fresh_data_dir_creates_orgs() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let data_dir = data.path().to_str().unwrap();
+    let created = run(
+        cwd,
+        &[("FLOE_DATA_DIR", data_dir)],
+        None,
+        &["admin", "create-token", "--service-admin", "--name", "ops"],
+    )
+    .ok();
+    let operator = created.stdout.trim().to_owned();
+    assert!(operator.starts_with("ema_"), "{created:#?}");
+    assert!(created.stderr.contains("service administrator"));
+
+    let s = Server::start(data.path());
+    // The data directory is in use now: a failure on this machine.
+    run(
+        cwd,
+        &[("FLOE_DATA_DIR", data_dir)],
+        None,
+        &["admin", "create-token", "--service-admin"],
+    )
+    .expect(1);
+
+    let me = s.floe(cwd, Some(&operator), &["whoami", "--json"]).json();
+    assert_eq!(me["service_admin"], true);
+    assert_eq!(me["name"], "ops");
+    let org = s
+        .floe(cwd, Some(&operator), &["orgs", "create", "analytics"])
+        .ok();
+    assert_eq!(org.stdout.trim(), "org 'analytics': Iceberg enabled");
+    s.floe(
+        cwd,
+        Some(&operator),
+        &["orgs", "create", "analytics", "--json"],
+    )
+    .expect(6);
+    s.floe(cwd, Some(&operator), &["orgs", "create", "bad/name"])
+        .expect(7);
+    // Org admins are not service administrators: 403.
+    s.floe(cwd, Some(ADMIN), &["orgs", "create", "mine"])
+        .expect(4);
+    let off = s
+        .floe(
+            cwd,
+            Some(&operator),
+            &["orgs", "iceberg", "analytics", "--disable", "--json"],
+        )
+        .json();
+    assert_eq!(off, json!({"name": "analytics", "iceberg_enabled": false}));
+    s.floe(
+        cwd,
+        Some(&operator),
+        &["orgs", "iceberg", "nosuch", "--enable"],
+    )
+    .expect(5);
+    // The dev org was still bootstrapped by `floe serve`.
+    let me = s.floe(cwd, Some(ADMIN), &["whoami", "--json"]).json();
+    assert_eq!(me["org_roles"], json!({"demo": "admin"}));
+    // Service administrators administer every org.
+    let client = s
+        .floe(
+            cwd,
+            Some(&operator),
+            &[
+                "api-clients",
+                "create",
+                "analytics",
+                "--name",
+                "loader",
+                "--role",
+                "admin",
+                "--json",
+            ],
+        )
+        .json();
+    assert_eq!(client["role"], "admin");
+    assert!(client["token"].as_str().unwrap().starts_with("ema_"));
+}
+
+#[test]
+fn tokens_urls_and_exit_codes_for_the_connection() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start(data.path());
+
+    // No token anywhere: refused before any request.
+    let none = s.floe(cwd, None, &["whoami"]).expect(3);
+    assert!(none.stderr.contains("no token"), "{none:#?}");
+    // The dev-token file `floe serve` writes is the fallback...
+    std::fs::create_dir_all(cwd.join(".floe")).unwrap();
+    std::fs::write(cwd.join(".floe/dev-token"), format!("{ADMIN}\n")).unwrap();
+    let me = s.floe(cwd, None, &["whoami", "--json"]).json();
+    assert_eq!(me["org_roles"], json!({"demo": "admin"}));
+    // ...FLOE_DATA_DIR names another data directory...
+    let elsewhere = tempdir();
+    let other = run(
+        cwd,
+        &[
+            ("FLOE_URL", &s.url),
+            ("FLOE_DATA_DIR", elsewhere.path().to_str().unwrap()),
+        ],
+        None,
+        &["whoami"],
+    )
+    .expect(3);
+    assert!(other.stderr.contains("no token"));
+    // ...and --token wins over both; a wrong one is 401, never echoed.
+    let wrong = "ema_not_a_token_of_this_catalog_000000000000";
+    let refused = s.floe(cwd, None, &["whoami", "--token", wrong]).expect(3);
+    assert!(refused.stderr.contains("HTTP 401"), "{refused:#?}");
+    assert!(!refused.stderr.contains(wrong));
+
+    // The catalog URI engines use names the same server.
+    let iceberg = format!("{}/iceberg", s.url);
+    s.floe(cwd, Some(ADMIN), &["whoami", "--url", &iceberg])
+        .ok();
+    // Nothing listens: a network error.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let down = s
+        .floe(cwd, Some(ADMIN), &["whoami", "--url", &closed])
+        .expect(8);
+    assert!(down.stderr.contains("cannot reach"), "{down:#?}");
+    // Plain http off loopback and malformed values are usage errors.
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["whoami", "--url", "http://catalog.example.com"],
+    )
+    .expect(2);
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &[
+            "namespace",
+            "set",
+            "demo",
+            "sales",
+            "--metadata",
+            "not json",
+        ],
+    )
+    .expect(2);
+    s.floe(cwd, Some(ADMIN), &["members", "set", "demo", "user:a"])
+        .expect(2);
+
+    // --help documents the exit codes.
+    let help = s.floe(cwd, None, &["grants", "--help"]).ok();
+    assert!(help.stdout.contains("Exit codes:") && help.stdout.contains("5  not found"));
+}
