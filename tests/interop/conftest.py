@@ -56,13 +56,19 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 class Floe:
-    def __init__(self, backend: str, uri: str, token: str, data_dir: str, moto: str | None):
+    def __init__(self, backend: str, uri: str, token: str, data_dir: str, moto: str | None,
+                 service_admin_token: str):
         self.backend = backend
         self.uri = uri
         self.token = token
         self.data_dir = data_dir
         self.warehouse = WAREHOUSE
         self.moto = moto
+        # A service administrator's token (made with `floe admin create-token --service-admin`
+        # before the server started): the only principal that may create orgs.
+        self.service_admin_token = service_admin_token
+        # The management API beside the Iceberg routes.
+        self.api = uri.removesuffix("/iceberg") + "/api/v1"
 
     def catalog(self, name: str = "floe"):
         """A PyIceberg catalog configured with uri, warehouse and token only."""
@@ -127,6 +133,9 @@ def floe(request):
     if backend == "aws":
         env.update(_aws_env(moto))
         subprocess.run([binary, "admin", "init"], env=env, check=True, capture_output=True)
+    made = subprocess.run([binary, "admin", "create-token", "--service-admin"], env=env, check=True,
+                          capture_output=True, text=True).stdout
+    service_admin_token = next(word for word in made.split() if word.startswith("ema_"))
     log_path = os.path.join(data_dir, "server.log")
     with open(log_path, "w") as log:
         proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -134,6 +143,6 @@ def floe(request):
         _wait_for(f"{uri}/v1/config?warehouse={WAREHOUSE}", proc, log_path,
                   headers={"Authorization": f"Bearer {token}"})
         try:
-            yield Floe(backend, uri, token, data_dir, moto)
+            yield Floe(backend, uri, token, data_dir, moto, service_admin_token)
         finally:
             _stop(proc)
