@@ -1,8 +1,11 @@
-"""Writes the sample API Gateway HTTP API (payload 2.0) events, one per route, plus the purge's
-scheduled event. Run from the repository root: python3 events/generate.py
+"""Writes the sample API Gateway HTTP API (payload 2.0) events, one per route of the Iceberg
+catalog and of the management API, plus the purge's scheduled event. Run from the repository
+root: python3 events/generate.py
 
 The events address org `demo` with the token `ema_events_example_token`, the namespace
-`events_ns` and the table `events_table`; tests/lambda provisions exactly that before feeding
+`events_ns` and the table `events_table`; the management events also expect the team
+`events_team`, the api client `events_client`, and the token's principal to be a service
+administrator (creating and updating orgs). tests/lambda provisions exactly that before feeding
 each file through lambda_http's own decoding.
 """
 
@@ -51,20 +54,53 @@ ROUTES = [
     ("list-views", "GET", "/v1/{prefix}/namespaces/{namespace}/views", {"namespace": "events_ns"}, {}, None),
 ]
 
+# The management API (floe-management), relative to /api/v1; `{org}` is `demo`.
+USER = "user:events-user"
+MANAGEMENT_ROUTES = [
+    ("create-org", "POST", "/orgs", {}, {}, {"name": "events_org"}),
+    ("update-org", "PATCH", "/orgs/{org}", {}, {}, {"iceberg_enabled": True}),
+    ("create-api-client", "POST", "/orgs/{org}/api-clients", {}, {}, {"name": "events-reader", "role": "read"}),
+    ("list-api-clients", "GET", "/orgs/{org}/api-clients", {}, {}, None),
+    ("delete-api-client", "DELETE", "/orgs/{org}/api-clients/{id}", {"id": "events_client"}, {}, None),
+    ("put-member", "PUT", "/orgs/{org}/members/{principal}", {"principal": USER}, {}, {"role": "read"}),
+    ("create-team", "POST", "/orgs/{org}/teams", {}, {}, {"name": "events_created_team"}),
+    ("get-team", "GET", "/orgs/{org}/teams/{team}", {"team": "events_team"}, {}, None),
+    ("put-team-member", "PUT", "/orgs/{org}/teams/{team}/members/{principal}",
+     {"team": "events_team", "principal": USER}, {}, None),
+    ("delete-team-member", "DELETE", "/orgs/{org}/teams/{team}/members/{principal}",
+     {"team": "events_team", "principal": USER}, {}, None),
+    ("get-namespace-settings", "GET", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {}, None),
+    ("update-namespace-settings", "PATCH", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {},
+     {"description": "Events from API Gateway"}),
+    ("list-grants", "GET", "/orgs/{org}/namespaces/{namespace}/grants", {"namespace": "events_ns"}, {}, None),
+    ("put-grant", "PUT", "/orgs/{org}/namespaces/{namespace}/grants", {"namespace": "events_ns"}, {},
+     {"principal": "team:events_team", "action": "read"}),
+    ("delete-grant", "DELETE", "/orgs/{org}/namespaces/{namespace}/grants", {"namespace": "events_ns"},
+     {"principal": "team:events_team"}, None),
+    ("get-me", "GET", "/me", {}, {}, None),
+]
 
-def event(method, template, params, query, body):
-    params = {"prefix": "demo", **params} if "{prefix}" in template else params
-    path = "/iceberg" + template
+
+def event(method, template, params, query, body, base="/iceberg"):
+    """An Iceberg route's event (`base` /iceberg, as PyIceberg sends it), or a management
+    route's (`base` /api/v1, as curl sends it)."""
+    iceberg = base == "/iceberg"
+    for param in ("prefix", "org"):
+        if "{" + param + "}" in template:
+            params = {param: "demo", **params}
+    path = base + template
     for name, value in params.items():
         path = path.replace("{" + name + "}", urllib.parse.quote(value, safe=""))
-    route_key = f"{method} /iceberg{template}"
+    route_key = f"{method} {base}{template}"
+    user_agent = "PyIceberg/0.12.0" if iceberg else "curl/8.5.0"
     headers = {
         "accept": "application/json",
         "authorization": f"Bearer {TOKEN}",
         "host": "floe.execute-api.us-east-1.amazonaws.com",
-        "user-agent": "PyIceberg/0.12.0",
-        "x-iceberg-access-delegation": "vended-credentials",
+        "user-agent": user_agent,
     }
+    if iceberg:
+        headers["x-iceberg-access-delegation"] = "vended-credentials"
     if body is not None:
         headers["content-type"] = "application/json"
     out = {
@@ -79,7 +115,7 @@ def event(method, template, params, query, body):
             "domainName": "floe.execute-api.us-east-1.amazonaws.com",
             "domainPrefix": "floe",
             "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "192.0.2.10",
-                     "userAgent": "PyIceberg/0.12.0"},
+                     "userAgent": user_agent},
             "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
             "routeKey": route_key,
             "stage": "$default",
@@ -113,6 +149,9 @@ SCHEDULE = {
 def main():
     for name, method, template, params, query, body in ROUTES:
         (HERE / f"{name}.json").write_text(json.dumps(event(method, template, params, query, body), indent=2) + "\n")
+    for name, method, template, params, query, body in MANAGEMENT_ROUTES:
+        managed = event(method, template, params, query, body, base="/api/v1")
+        (HERE / f"{name}.json").write_text(json.dumps(managed, indent=2) + "\n")
     (HERE / "purge-schedule.json").write_text(json.dumps(SCHEDULE, indent=2) + "\n")
 
 

@@ -1,6 +1,7 @@
 //! Least privilege: the AWS actions each deployed function's code can call.
 //!
-//! Each function (an endpoint group of the route table, or the scheduled purge) declares here
+//! Each function (an endpoint group of the route table, the management API, or the scheduled
+//! purge) declares here
 //! how it uses the ports: which store operations, which object operations, whether it vends
 //! credentials. Each AWS adapter declares, next to the code that makes the calls, which actions
 //! each of those uses needs (`DynamoStore::aws_actions`, `S3ObjectStore::aws_actions`,
@@ -52,7 +53,7 @@ pub enum Capability {
     Vend,
 }
 
-/// A deployed function: one per endpoint group, plus the scheduled purge.
+/// A deployed function: one per endpoint group, the management API, and the scheduled purge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Function {
     Config,
@@ -61,18 +62,21 @@ pub enum Function {
     Commits,
     Credentials,
     Purge,
+    /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
+    Management,
 }
 
 use Capability::{Objects, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 6] = [
+    pub const ALL: [Function; 7] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
         Function::Commits,
         Function::Credentials,
         Function::Purge,
+        Function::Management,
     ];
 
     /// The function that serves an endpoint group.
@@ -95,6 +99,7 @@ impl Function {
             Function::Commits => "commits",
             Function::Credentials => "credentials",
             Function::Purge => "purge",
+            Function::Management => "management",
         }
     }
 
@@ -162,6 +167,20 @@ impl Function {
                 Objects(ObjectUse::List),
                 Objects(ObjectUse::Delete),
             ],
+            // Rows only: orgs (a conditional put), api clients (member, membership, token and
+            // listing rows put; deleted together), members and team members (both sides put or
+            // deleted), teams, grants (both sides put or deleted), namespace settings (a
+            // conditional put; visibility also puts or deletes the org's public index entry and
+            // reads the bucket configurations and queries the namespace's tables). Listings of
+            // api clients, team members, grants and the caller's orgs and teams are queries.
+            // It never touches table storage nor vends: a public namespace is checked against
+            // bucket configurations, not buckets.
+            Function::Management => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Store(StoreUse::Delete),
+            ],
         }
     }
 
@@ -219,7 +238,15 @@ mod tests {
                 "{function:?}"
             );
         }
-        assert!(!Function::Config.aws_actions().contains("sts:AssumeRole"));
+        for function in [Function::Config, Function::Management] {
+            let actions = function.aws_actions();
+            assert!(
+                !actions
+                    .iter()
+                    .any(|a| a.starts_with("s3:") || a.starts_with("sts:")),
+                "{function:?}: {actions:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,15 +1,16 @@
 //! The least-privilege declaration (floe::iam) against what the code does: every route of every
-//! endpoint group, and a purge run, through adapters that record each use of the store, of
-//! table storage and of the vendor, attributed to the function that serves the request. Each
-//! function must use exactly what it declares: a use it does not declare would be an action
-//! its role lacks on AWS; a declared use no path exercises would be a grant to remove.
+//! endpoint group, every management route, and a purge run, through adapters that record each
+//! use of the store, of table storage and of the vendor, attributed to the function that serves
+//! the request. Each function must use exactly what it declares: a use it does not declare would
+//! be an action its role lacks on AWS; a declared use no path exercises would be a grant to
+//! remove. The test also checks that it called every route, so a new route is checked too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use floe::catalog::Catalog;
+use floe::catalog::{Catalog, issue_service_admin};
 use floe::error::CatalogError;
 use floe::iam::{Capability, Function, ObjectUse, StoreUse};
 use floe::model::{BucketAuth, BucketRow, Principal};
@@ -117,6 +118,8 @@ impl CredentialVendor for RecordingVendor {
 struct Deployment {
     instances: BTreeMap<Function, Arc<Catalog>>,
     recorder: Arc<Recorder>,
+    /// The routes called so far, as `METHOD template`.
+    called: Mutex<BTreeSet<String>>,
 }
 
 impl Deployment {
@@ -137,6 +140,7 @@ impl Deployment {
         Self {
             instances,
             recorder,
+            called: Mutex::default(),
         }
     }
 }
@@ -146,13 +150,45 @@ async fn call(d: &Deployment, method: Method, path: &str, body: Option<Value>) -
     let route_path = path.split('?').next().unwrap();
     let route = floe::routes::find(method.as_str(), route_path)
         .unwrap_or_else(|| panic!("{method} {path} is no route"));
+    d.called.lock().unwrap().insert(route.endpoint());
     let function = Function::serving(route.group);
     let router = floe::http::router(d.instances[&function].clone(), &[route.group]);
+    let uri = format!("/iceberg{path}");
+    send(d, function, router, method, &uri, ADMIN_TOKEN, body).await
+}
+
+/// One management request (`path` relative to `/api/v1`), served by the management function.
+async fn call_management(
+    d: &Deployment,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> Answer {
+    let route_path = path.split('?').next().unwrap();
+    let route = floe::http::management::find(method.as_str(), route_path)
+        .unwrap_or_else(|| panic!("{method} {path} is no management route"));
+    d.called.lock().unwrap().insert(route.endpoint());
+    let function = Function::Management;
+    let router = floe::http::management_router(d.instances[&function].clone());
+    let uri = format!("/api/v1{path}");
+    send(d, function, router, method, &uri, token, body).await
+}
+
+async fn send(
+    d: &Deployment,
+    function: Function,
+    router: axum::Router,
+    method: Method,
+    uri: &str,
+    token: &str,
+    body: Option<Value>,
+) -> Answer {
     d.recorder.set(Some(function));
     let mut request = http::Request::builder()
         .method(method)
-        .uri(format!("/iceberg{path}"))
-        .header("authorization", format!("Bearer {ADMIN_TOKEN}"))
+        .uri(uri)
+        .header("authorization", format!("Bearer {token}"))
         .header("x-iceberg-access-delegation", "vended-credentials");
     if body.is_some() {
         request = request.header("content-type", "application/json");
@@ -268,6 +304,87 @@ async fn every_function_uses_exactly_what_it_declares() {
     .assert_ok(200);
     call(d, Method::DELETE, &format!("{namespaces}/gone"), None).await;
 
+    // Management: orgs as a service administrator, the rest as the org's admin, around `ns`.
+    let operator = issue_service_admin(&c.catalog, "operator").await.unwrap().1;
+    let neworg = Some(json!({"name": "neworg"}));
+    call_management(d, Method::POST, "/orgs", &operator, neworg)
+        .await
+        .assert_ok(201);
+    let off = Some(json!({"iceberg_enabled": false}));
+    call_management(d, Method::PATCH, "/orgs/neworg", &operator, off)
+        .await
+        .assert_ok(200);
+    let org = format!("/orgs/{ORG}");
+    let management = async |method: Method, path: String, body: Option<Value>| {
+        call_management(d, method, &path, ADMIN_TOKEN, body).await
+    };
+    let client = json!({"name": "etl", "role": "write"});
+    let client = management(Method::POST, format!("{org}/api-clients"), Some(client)).await;
+    let client_id = client.assert_ok(201)["id"].as_str().unwrap().to_owned();
+    management(Method::GET, format!("{org}/api-clients"), None)
+        .await
+        .assert_ok(200);
+    let member = format!("{org}/members/user:ada");
+    management(Method::PUT, member.clone(), Some(json!({"role": "read"})))
+        .await
+        .assert_ok(204);
+    management(
+        Method::POST,
+        format!("{org}/teams"),
+        Some(json!({"name": "data"})),
+    )
+    .await
+    .assert_ok(201);
+    let team_member = format!("{org}/teams/data/members/user:ada");
+    management(Method::PUT, team_member.clone(), None)
+        .await
+        .assert_ok(204);
+    management(Method::GET, format!("{org}/teams/data"), None)
+        .await
+        .assert_ok(200);
+    let settings = format!("{org}/namespaces/ns");
+    management(Method::GET, settings.clone(), None)
+        .await
+        .assert_ok(200);
+    // Public and back: the public index entry put, then deleted.
+    for (visibility, description) in [("AUTHENTICATED_PUBLIC", "orders"), ("PRIVATE", "")] {
+        let patch = json!({"visibility": visibility, "description": description});
+        management(Method::PATCH, settings.clone(), Some(patch))
+            .await
+            .assert_ok(200);
+    }
+    let grants = format!("{org}/namespaces/ns/grants");
+    let grant = json!({"principal": "team:data", "action": "read"});
+    management(Method::PUT, grants.clone(), Some(grant))
+        .await
+        .assert_ok(204);
+    management(Method::GET, grants.clone(), None)
+        .await
+        .assert_ok(200);
+    management(
+        Method::DELETE,
+        format!("{grants}?principal=team:data"),
+        None,
+    )
+    .await
+    .assert_ok(204);
+    management(Method::DELETE, team_member, None)
+        .await
+        .assert_ok(204);
+    management(Method::PUT, member, Some(json!({"role": "none"})))
+        .await
+        .assert_ok(204);
+    management(
+        Method::DELETE,
+        format!("{org}/api-clients/{client_id}"),
+        None,
+    )
+    .await
+    .assert_ok(204);
+    management(Method::GET, "/me".into(), None)
+        .await
+        .assert_ok(200);
+
     // Tables: create (with credentials), a create on its own bucket whose location is refused
     // (its marker is removed), a staged create, load, exists, list, views, metrics, rename.
     call(d, Method::POST, &tables, Some(create_table_body("t")))
@@ -358,6 +475,22 @@ async fn every_function_uses_exactly_what_it_declares() {
         .unwrap();
     recorder.set(None);
     assert_eq!(report.purged.len(), 2, "{report:?}");
+
+    let called = d.called.lock().unwrap().clone();
+    let every_route: BTreeSet<String> = floe::routes::ROUTES
+        .iter()
+        .map(|r| r.endpoint())
+        .chain(
+            floe::http::management::MANAGEMENT_ROUTES
+                .iter()
+                .map(|r| r.endpoint()),
+        )
+        .collect();
+    let uncalled: Vec<_> = every_route.difference(&called).collect();
+    assert!(
+        uncalled.is_empty(),
+        "routes this test never calls: {uncalled:?}"
+    );
 
     let seen = recorder.seen.lock().unwrap().clone();
     let mut mismatches = Vec::new();

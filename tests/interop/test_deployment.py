@@ -1,6 +1,7 @@
 """The deployment agrees with the code: template.yaml's HTTP API routes map each route to the
-function of its endpoint group, `GET /v1/config` advertises exactly those routes, and each
-function's role grants exactly the AWS actions its code can call (`floe iam`)."""
+function of its endpoint group and each management route to the management function,
+`GET /v1/config` advertises exactly the Iceberg routes, and each function's role grants exactly
+the AWS actions its code can call (`floe iam`)."""
 
 import json
 import os
@@ -34,6 +35,15 @@ def _declared_iam():
     return json.loads(out)
 
 
+def _management_routes():
+    """(method, path) of every management route, relative to /api/v1, as
+    docs/management-api.yaml documents them (tests/http/management.rs keeps the document equal to
+    the router's route table)."""
+    document = yaml.safe_load((ROOT / "docs" / "management-api.yaml").read_text())
+    methods = {"get", "put", "post", "patch", "delete"}
+    return {(method.upper(), path) for path, item in document["paths"].items() for method in item if method in methods}
+
+
 def _template():
     return yaml.load((ROOT / "template.yaml").read_text(), Loader=_CloudFormationLoader)
 
@@ -47,6 +57,9 @@ def test_template_routes_are_the_route_table():
                 props = event["Properties"]
                 declared.add((props["Method"], props["Path"], logical_id))
     expected = {(r["method"], "/iceberg" + r["path"], r["group"].capitalize() + "Function") for r in _route_table()}
+    management = _management_routes()
+    assert management, "docs/management-api.yaml lists no routes"
+    expected |= {(method, "/api/v1" + path, "ManagementFunction") for method, path in management}
     assert declared == expected
 
 
@@ -57,7 +70,8 @@ def test_every_function_builds_a_binary_of_the_workspace():
         for logical_id, resource in resources.items()
         if resource["Type"] == "AWS::Serverless::Function"
     }
-    assert set(binaries.values()) == {f"floe-{g}" for g in ("config", "namespaces", "tables", "commits", "credentials", "purge")}
+    functions = ("config", "namespaces", "tables", "commits", "credentials", "purge", "management")
+    assert set(binaries.values()) == {f"floe-{f}" for f in functions}
     for binary in binaries.values():
         manifest = (ROOT / "functions" / binary.removeprefix("floe-") / "Cargo.toml").read_text()
         assert f'name = "{binary}"' in manifest

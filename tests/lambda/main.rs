@@ -1,11 +1,17 @@
 //! Every file in events/ goes through lambda_http's own decoding and response encoding into the
-//! function that owns its route, on a real embedded catalog provisioned as the events expect.
+//! function that owns its route (an endpoint group's, or the management function), on a real
+//! embedded catalog provisioned as the events expect.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use floe::catalog::Catalog;
-use floe::routes::{Group, ROUTES, Route};
+use floe::http::management::MANAGEMENT_ROUTES;
+use floe::iam::Function;
+use floe::model::OrgRole;
+use floe::routes::{Group, ROUTES};
+use floe::store::Condition;
+use floe::store::rows::{self, ApiClientRow, MemberRow, keys};
 use lambda_http::request::LambdaRequest;
 use lambda_http::tower::Service;
 use lambda_runtime::{Context, LambdaEvent};
@@ -17,12 +23,36 @@ fn events_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")
 }
 
-/// Org `demo` with `events_ns` (holding `events_table`) and an empty `events_empty`.
+/// Org `demo` with `events_ns` (holding `events_table`) and an empty `events_empty`; for the
+/// management events also the team `events_team`, the api client `events_client`, and the
+/// token's principal a service administrator.
 async fn provisioned(dir: &Path) -> Arc<Catalog> {
     let (catalog, _) = floe::deployment::open(dir, "demo", Some(TOKEN))
         .await
         .unwrap();
-    let router = floe::http::router(catalog.clone(), &Group::ALL);
+    catalog
+        .make_service_admin(&floe::bootstrap::dev_admin("demo"))
+        .await
+        .unwrap();
+    let store = &*catalog.store;
+    floe::bootstrap::put_member(store, "demo", "api-client:events_client", OrgRole::Read)
+        .await
+        .unwrap();
+    let client = ApiClientRow {
+        id: "events_client".into(),
+        name: "events-client".into(),
+        email: None,
+        role: OrgRole::Read,
+        token_hash: floe::auth::hash_token("ema_events_client_token"),
+        created_ms: 0,
+    };
+    let listed = rows::put(
+        keys::api_client("demo", "events_client"),
+        &client,
+        Condition::NotExists,
+    );
+    store.write(vec![listed]).await.unwrap();
+    let router = floe::http::full_router(catalog.clone());
     for (path, body) in [
         (
             "/iceberg/v1/demo/namespaces",
@@ -36,6 +66,7 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
             "/iceberg/v1/demo/namespaces/events_ns/tables",
             json!({"name": "events_table", "schema": {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": true}]}}),
         ),
+        ("/api/v1/orgs/demo/teams", json!({"name": "events_team"})),
     ] {
         let request = http::Request::post(path)
             .header("authorization", format!("Bearer {TOKEN}"))
@@ -44,23 +75,52 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
         let response = tower::ServiceExt::oneshot(router.clone(), request)
             .await
             .unwrap();
-        assert_eq!(response.status(), 200, "provisioning {path}");
+        assert!(response.status().is_success(), "provisioning {path}");
     }
     catalog
 }
 
-fn route_of(event: &Value) -> &'static Route {
+/// The functions behind API Gateway: one per endpoint group, and the management function.
+fn http_functions() -> Vec<Function> {
+    let mut functions: Vec<Function> = Group::ALL.into_iter().map(Function::serving).collect();
+    functions.push(Function::Management);
+    functions
+}
+
+/// What a function serves, as its binary mounts it.
+fn router_of(catalog: Arc<Catalog>, function: Function) -> axum::Router {
+    match Group::ALL
+        .into_iter()
+        .find(|g| Function::serving(*g) == function)
+    {
+        Some(group) => floe::http::router(catalog, &[group]),
+        None if function == Function::Management => floe::http::management_router(catalog),
+        None => panic!("{function:?} serves no HTTP routes"),
+    }
+}
+
+/// The function an event's route key belongs to, and the route's method.
+fn route_of(event: &Value) -> (Function, &'static str) {
     let key = event["routeKey"].as_str().unwrap();
-    ROUTES
+    let iceberg = ROUTES
         .iter()
         .find(|r| format!("{} /iceberg{}", r.method, r.path) == key)
+        .map(|r| (Function::serving(r.group), r.method));
+    let management = || {
+        MANAGEMENT_ROUTES
+            .iter()
+            .find(|r| r.endpoint() == key)
+            .map(|r| (Function::Management, r.method))
+    };
+    iceberg
+        .or_else(management)
         .unwrap_or_else(|| panic!("no route for {key}"))
 }
 
-/// Decodes an event the way the Lambda runtime does and answers it with the functions of `group`.
-async fn invoke(catalog: Arc<Catalog>, group: Group, raw: &str) -> Value {
+/// Decodes an event the way the Lambda runtime does and answers it with `function`.
+async fn invoke(catalog: Arc<Catalog>, function: Function, raw: &str) -> Value {
     let request: LambdaRequest = serde_json::from_str(raw).expect("lambda_http decodes the event");
-    let mut adapter = lambda_http::Adapter::from(floe::http::router(catalog, &[group]));
+    let mut adapter = lambda_http::Adapter::from(router_of(catalog, function));
     let response = adapter
         .call(LambdaEvent::new(request, Context::default()))
         .await
@@ -76,6 +136,13 @@ fn expected_status(file: &str) -> u16 {
         | "drop-table.json"
         | "rename-table.json"
         | "report-metrics.json" => 204,
+        "create-org.json" | "create-api-client.json" | "create-team.json" => 201,
+        "delete-api-client.json"
+        | "put-member.json"
+        | "put-team-member.json"
+        | "delete-team-member.json"
+        | "put-grant.json"
+        | "delete-grant.json" => 204,
         _ => 200,
     }
 }
@@ -90,22 +157,26 @@ async fn every_event_is_answered_by_its_own_function() {
         })
         .collect();
     files.sort();
-    assert_eq!(files.len(), ROUTES.len(), "one event per route");
+    assert_eq!(
+        files.len(),
+        ROUTES.len() + MANAGEMENT_ROUTES.len(),
+        "one event per route"
+    );
     for path in files {
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         let raw = std::fs::read_to_string(&path).unwrap();
         let event: Value = serde_json::from_str(&raw).unwrap();
-        let route = route_of(&event);
+        let (function, method) = route_of(&event);
         let dir = tempfile::tempdir().unwrap();
         let catalog = provisioned(dir.path()).await;
-        let answer = invoke(catalog.clone(), route.group, &raw).await;
+        let answer = invoke(catalog.clone(), function, &raw).await;
         assert_eq!(
             answer["statusCode"],
             expected_status(&name),
             "{name}: {answer}"
         );
         let body = answer["body"].as_str().unwrap_or_default();
-        match route.method {
+        match method {
             "HEAD" => assert!(body.is_empty(), "{name}"),
             _ if expected_status(&name) == 204 => assert!(body.is_empty(), "{name}"),
             _ => {
@@ -115,10 +186,10 @@ async fn every_event_is_answered_by_its_own_function() {
             }
         }
         // Every other function answers the same event with a spec 404, not a crash.
-        for other in Group::ALL.into_iter().filter(|g| *g != route.group) {
+        for other in http_functions().into_iter().filter(|f| *f != function) {
             let answer = invoke(catalog.clone(), other, &raw).await;
             assert_eq!(answer["statusCode"], 404, "{name} on {other:?}: {answer}");
-            if route.method != "HEAD" {
+            if method != "HEAD" {
                 let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
                 assert_eq!(body["error"]["code"], 404);
                 assert_eq!(body["error"]["type"], "NotFoundException");
@@ -132,11 +203,11 @@ async fn responses_carry_the_spec_shapes() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = provisioned(dir.path()).await;
     let read = |f: &str| std::fs::read_to_string(events_dir().join(f)).unwrap();
-    let config = invoke(catalog.clone(), Group::Config, &read("get-config.json")).await;
+    let config = invoke(catalog.clone(), Function::Config, &read("get-config.json")).await;
     let body: Value = serde_json::from_str(config["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["overrides"]["prefix"], "demo");
     assert_eq!(body["endpoints"].as_array().unwrap().len(), 17);
-    let load = invoke(catalog.clone(), Group::Tables, &read("load-table.json")).await;
+    let load = invoke(catalog.clone(), Function::Tables, &read("load-table.json")).await;
     let body: Value = serde_json::from_str(load["body"].as_str().unwrap()).unwrap();
     assert!(
         body["metadata-location"]
@@ -145,8 +216,8 @@ async fn responses_carry_the_spec_shapes() {
             .contains("/metadata/00000-")
     );
     let properties = invoke(
-        catalog,
-        Group::Namespaces,
+        catalog.clone(),
+        Function::Namespaces,
         &read("update-namespace-properties.json"),
     )
     .await;
@@ -155,6 +226,44 @@ async fn responses_carry_the_spec_shapes() {
         body,
         json!({"updated": ["owner"], "removed": ["stale"], "missing": []})
     );
+}
+
+#[tokio::test]
+async fn management_events_land_as_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    let read = |f: &str| std::fs::read_to_string(events_dir().join(f)).unwrap();
+    let body = |answer: &Value| -> Value {
+        serde_json::from_str(answer["body"].as_str().unwrap()).unwrap()
+    };
+    let management =
+        async |file: &str| invoke(catalog.clone(), Function::Management, &read(file)).await;
+
+    let me = body(&management("get-me.json").await);
+    assert_eq!(me["principal"], "api_client:demo-admin");
+    assert_eq!(me["service_admin"], true);
+    assert_eq!(me["org_roles"], json!({"demo": "admin"}));
+
+    // The JSON body of the PUT reaches the grant; the listing shows it.
+    assert_eq!(management("put-grant.json").await["statusCode"], 204);
+    let grants = body(&management("list-grants.json").await);
+    assert_eq!(
+        grants,
+        json!({"grants": [{"principal": "team:events_team", "action": "read", "table": null}]})
+    );
+
+    // A principal percent-encoded in the raw path (`user%3Aevents-user`) is decoded once.
+    assert_eq!(management("put-member.json").await["statusCode"], 204);
+    let member = rows::get::<MemberRow>(&*catalog.store, &keys::member("demo", "user:events-user"))
+        .await
+        .unwrap()
+        .expect("the member row of user:events-user");
+    assert_eq!(member.row.role, OrgRole::Read);
+
+    // The query string names the grant to remove.
+    assert_eq!(management("delete-grant.json").await["statusCode"], 204);
+    let grants = body(&management("list-grants.json").await);
+    assert_eq!(grants, json!({"grants": []}));
 }
 
 #[tokio::test]
@@ -213,7 +322,7 @@ async fn a_panic_becomes_a_spec_500_not_a_runtime_crash() {
         Arc::new(floe::clock::SystemClock),
     ));
     let raw = std::fs::read_to_string(events_dir().join("get-config.json")).unwrap();
-    let answer = invoke(catalog, Group::Config, &raw).await;
+    let answer = invoke(catalog, Function::Config, &raw).await;
     assert_eq!(answer["statusCode"], 500);
     let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
     assert_eq!(

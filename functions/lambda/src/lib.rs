@@ -1,6 +1,6 @@
 //! What every Floe Lambda function does at cold start: JSON logs (with the invocation's request
 //! id from the runtime's span), one catalog built from settings, then serving exactly its
-//! endpoint group's routes from the shared route table.
+//! endpoint group's routes from the shared route table, or the management API.
 
 use std::sync::Arc;
 
@@ -29,6 +29,14 @@ pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
     let catalog = init().await?;
     tracing::info!(group = group.name(), "function ready");
     lambda_http::run(floe::http::router(catalog, &[group])).await
+}
+
+/// Serves the management API (`/api/v1`) through `lambda_http`; Iceberg routes answer a spec
+/// 404, so it takes only what API Gateway routes to it.
+pub async fn serve_management() -> Result<(), lambda_http::Error> {
+    let catalog = init().await?;
+    tracing::info!(function = "management", "function ready");
+    lambda_http::run(floe::http::management_router(catalog)).await
 }
 
 /// Namespaces the purge handles per invocation, so one run stays well inside the timeout.

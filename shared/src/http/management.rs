@@ -51,6 +51,20 @@ pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
     route("GET", "/me"),
 ];
 
+impl ManagementRoute {
+    /// The route as `METHOD /api/v1/...`, the form of an API Gateway route key.
+    pub fn endpoint(&self) -> String {
+        format!("{} {MANAGEMENT_BASE_PATH}{}", self.method, self.path)
+    }
+}
+
+/// The management route a request takes; `path` is relative to the base path.
+pub fn find(method: &str, path: &str) -> Option<&'static ManagementRoute> {
+    MANAGEMENT_ROUTES
+        .iter()
+        .find(|r| r.method.eq_ignore_ascii_case(method) && crate::routes::matches(r.path, path))
+}
+
 fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
     match (route.method, route.path) {
         ("POST", "/orgs") => post(create_org),

@@ -1,5 +1,6 @@
 //! The REST surface: the route table turned into an axum `Router`, for any set of endpoint
-//! groups. `floe serve` mounts every group; each Lambda function mounts its own.
+//! groups, and the management API. `floe serve` mounts everything; each Lambda function mounts
+//! its own group, or the management API.
 
 pub mod error;
 pub mod extract;
@@ -60,6 +61,12 @@ pub fn router(catalog: Arc<Catalog>, groups: &[Group]) -> Router {
 /// Every Iceberg route and the management API under `/api/v1`: what `floe serve` answers.
 pub fn full_router(catalog: Arc<Catalog>) -> Router {
     router_with(catalog, &Group::ALL, true)
+}
+
+/// The management API alone: what the management function serves. Iceberg routes answer a
+/// spec 404 there, as another group's routes do in an endpoint group's function.
+pub fn management_router(catalog: Arc<Catalog>) -> Router {
+    router_with(catalog, &[], true)
 }
 
 /// A router serving the routes of `groups`, and the management API when `management` is set.
