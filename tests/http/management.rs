@@ -70,6 +70,17 @@ async fn service_administrators_create_orgs_and_switch_iceberg() {
     )
     .await
     .assert_error(403, "NotAuthorizedException");
+    // Everyone else learns nothing, not even that Iceberg is off.
+    let stranger = c
+        .request(
+            Method::GET,
+            &format!("/v1/{ORG}/namespaces"),
+            Some(&c.outsider_token),
+            None,
+        )
+        .await;
+    stranger.assert_error(403, "ForbiddenException");
+    assert_eq!(stranger.body["error"]["message"], "Access denied");
     c.management(
         Method::PATCH,
         &format!("/orgs/{ORG}"),
