@@ -52,6 +52,24 @@ async fn service_administrators_create_orgs_and_switch_iceberg() {
     .await
     .assert_error(400, "BadRequestException");
 
+    // Something public, so that a stranger sees the org at all.
+    c.create_namespace("open").await;
+    c.management(
+        Method::PATCH,
+        &format!("/orgs/{ORG}/namespaces/open"),
+        ADMIN_TOKEN,
+        Some(json!({"visibility": "AUTHENTICATED_PUBLIC"})),
+    )
+    .await
+    .assert_ok(200);
+    c.request(
+        Method::GET,
+        &format!("/v1/{ORG}/namespaces"),
+        Some(&c.outsider_token),
+        None,
+    )
+    .await
+    .assert_ok(200);
     let off = c
         .management(
             Method::PATCH,
