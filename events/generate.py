@@ -4,7 +4,8 @@ root: python3 events/generate.py
 
 The events address org `demo` with the token `ema_events_example_token`, the namespace
 `events_ns` and the table `events_table`; the management events also expect the team
-`events_team`, the api client `events_client`, and the token's principal to be a service
+`events_team`, the api client `events_client`, the bucket configuration `events_bucket`, and
+the token's principal to be a service
 administrator (creating and updating orgs). tests/lambda provisions exactly that before feeding
 each file through lambda_http's own decoding.
 """
@@ -78,6 +79,13 @@ MANAGEMENT_ROUTES = [
     ("delete-grant", "DELETE", "/orgs/{org}/namespaces/{namespace}/grants", {"namespace": "events_ns"},
      {"principal": "team:events_team"}, None),
     ("get-me", "GET", "/me", {}, {}, None),
+    ("create-bucket", "POST", "/orgs/{org}/buckets", {}, {},
+     {"nickname": "events_new_bucket", "platform": "s3", "bucket": "events-new-bucket",
+      "auth": {"type": "anonymous"}}),
+    ("list-buckets", "GET", "/orgs/{org}/buckets", {}, {}, None),
+    ("get-bucket", "GET", "/orgs/{org}/buckets/{nickname}", {"nickname": "default"}, {}, None),
+    ("delete-bucket", "DELETE", "/orgs/{org}/buckets/{nickname}", {"nickname": "events_bucket"}, {}, None),
+    ("set-default-bucket", "PUT", "/orgs/{org}/default-bucket", {}, {}, {"nickname": "default"}),
 ]
 
 

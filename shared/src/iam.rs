@@ -173,13 +173,15 @@ impl Function {
             // conditional put; visibility also puts or deletes the org's public index entry and
             // reads the bucket configurations and queries the namespace's tables). Listings of
             // api clients, team members, grants and the caller's orgs and teams are queries.
-            // It never touches table storage nor vends: a public namespace is checked against
-            // bucket configurations, not buckets.
+            // It never vends, and a public namespace is checked against bucket configurations,
+            // not buckets; adding a bucket configuration lists one key under its root with its
+            // credentials (the reachability check).
             Function::Management => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
                 Store(StoreUse::Delete),
+                Objects(ObjectUse::List),
             ],
         }
     }
@@ -232,13 +234,14 @@ mod tests {
             Function::Tables,
             Function::Commits,
             Function::Purge,
+            Function::Management,
         ] {
             assert!(
                 function.aws_actions().contains("sts:AssumeRole"),
                 "{function:?}"
             );
         }
-        for function in [Function::Config, Function::Management] {
+        for function in [Function::Config] {
             let actions = function.aws_actions();
             assert!(
                 !actions

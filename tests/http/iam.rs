@@ -57,10 +57,47 @@ impl ObjectStores for RecordingObjects {
         &self,
         bucket: &BucketRow,
     ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
+        // A bucket this test server cannot reach (S3 on the local backend) still records the
+        // use a request makes of it before failing, as the deployed function would.
+        let inner: Arc<dyn ObjectStore> = match self.inner.for_bucket(bucket).await {
+            Ok(inner) => inner,
+            Err(e) => Arc::new(Unreachable(e.to_string())),
+        };
         Ok(Arc::new(RecordingObjectStore {
-            inner: self.inner.for_bucket(bucket).await?,
+            inner,
             recorder: self.recorder.clone(),
         }))
+    }
+}
+
+/// Storage of a bucket configuration that this server has no client for.
+struct Unreachable(String);
+
+impl Unreachable {
+    fn error(&self, location: &str) -> ObjectError {
+        ObjectError::Io {
+            location: location.to_owned(),
+            reason: self.0.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Unreachable {
+    async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
+        Err(self.error(location))
+    }
+
+    async fn put_if_absent(&self, location: &str, _: Bytes) -> Result<(), ObjectError> {
+        Err(self.error(location))
+    }
+
+    async fn list(&self, prefix: &str, _: usize) -> Result<Vec<String>, ObjectError> {
+        Err(self.error(prefix))
+    }
+
+    async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
+        Err(self.error(locations.first().map_or("", String::as_str)))
     }
 }
 
@@ -384,6 +421,42 @@ async fn every_function_uses_exactly_what_it_declares() {
     management(Method::GET, "/me".into(), None)
         .await
         .assert_ok(200);
+    // Bucket configurations: a role-backed one is checked by listing under its root (reachable
+    // only where S3 is: on moto), an anonymous one is not; both are listed, read, and removed.
+    let reachable = format!("iam-{}", uuid::Uuid::new_v4().simple());
+    if c.backend == Backend::Aws {
+        moto::create_bucket(&reachable).await;
+    }
+    let role_bucket = json!({"nickname": "lake", "platform": "s3", "bucket": reachable,
+        "auth": {"type": "customer_managed_role", "role_arn": VENDING_ROLE}});
+    let added = management(Method::POST, format!("{org}/buckets"), Some(role_bucket)).await;
+    match c.backend {
+        Backend::Aws => {
+            added.assert_ok(201);
+        }
+        Backend::Local => added.assert_error(400, "BadRequestException"),
+    }
+    let anonymous = json!({"nickname": "open-data", "platform": "s3", "bucket": "open-data",
+        "auth": {"type": "anonymous"}});
+    management(Method::POST, format!("{org}/buckets"), Some(anonymous))
+        .await
+        .assert_ok(201);
+    management(Method::GET, format!("{org}/buckets"), None)
+        .await
+        .assert_ok(200);
+    management(Method::GET, format!("{org}/buckets/open-data"), None)
+        .await
+        .assert_ok(200);
+    management(Method::DELETE, format!("{org}/buckets/open-data"), None)
+        .await
+        .assert_ok(204);
+    management(
+        Method::PUT,
+        format!("{org}/default-bucket"),
+        Some(json!({"nickname": "default"})),
+    )
+    .await
+    .assert_ok(204);
 
     // Tables: create (with credentials), a create on its own bucket whose location is refused
     // (its marker is removed), a staged create, load, exists, list, views, metrics, rename.

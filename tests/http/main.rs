@@ -1,6 +1,7 @@
 //! HTTP-level tests: the full router, a real embedded store and a real local warehouse.
 
 mod access;
+mod buckets;
 mod commits;
 mod concurrency;
 mod config;

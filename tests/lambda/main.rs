@@ -52,6 +52,18 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
         Condition::NotExists,
     );
     store.write(vec![listed]).await.unwrap();
+    let anonymous = floe::model::BucketRow {
+        nickname: "events_bucket".into(),
+        platform: floe::model::Platform::S3,
+        root: "s3://events-bucket".into(),
+        auth: floe::model::BucketAuth::Anonymous,
+        endpoint: None,
+        region: None,
+        path_style: false,
+    };
+    floe::bootstrap::put_bucket(store, "demo", &anonymous)
+        .await
+        .unwrap();
     let router = floe::http::full_router(catalog.clone());
     for (path, body) in [
         (
@@ -136,8 +148,13 @@ fn expected_status(file: &str) -> u16 {
         | "drop-table.json"
         | "rename-table.json"
         | "report-metrics.json" => 204,
-        "create-org.json" | "create-api-client.json" | "create-team.json" => 201,
+        "create-org.json"
+        | "create-api-client.json"
+        | "create-team.json"
+        | "create-bucket.json" => 201,
         "delete-api-client.json"
+        | "delete-bucket.json"
+        | "set-default-bucket.json"
         | "put-member.json"
         | "put-team-member.json"
         | "delete-team-member.json"

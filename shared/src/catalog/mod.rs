@@ -5,6 +5,7 @@
 
 mod access;
 mod admin;
+mod buckets;
 mod commit;
 mod config;
 mod grants;
@@ -25,6 +26,7 @@ pub use admin::{
     issue_service_admin,
 };
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
+pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
 pub use grants::{GrantView, canonical_principal};
 pub use tables::TableRequestOptions;
 

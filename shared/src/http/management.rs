@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::extract::{Authenticated, JsonBody, Params, QueryMap};
 use crate::authz::Action;
-use crate::catalog::{NamespacePatch, display_principal};
+use crate::catalog::{BucketRequest, NamespacePatch, display_principal};
 use crate::error::CatalogError;
 use crate::model::OrgRole;
 
@@ -49,6 +49,11 @@ pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
     route("PUT", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("DELETE", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("GET", "/me"),
+    route("POST", "/orgs/{org}/buckets"),
+    route("GET", "/orgs/{org}/buckets"),
+    route("GET", "/orgs/{org}/buckets/{nickname}"),
+    route("DELETE", "/orgs/{org}/buckets/{nickname}"),
+    route("PUT", "/orgs/{org}/default-bucket"),
 ];
 
 impl ManagementRoute {
@@ -83,6 +88,11 @@ fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
         ("PUT", "/orgs/{org}/namespaces/{namespace}/grants") => put(put_grant),
         ("DELETE", "/orgs/{org}/namespaces/{namespace}/grants") => delete(delete_grant),
         ("GET", "/me") => get(me),
+        ("POST", "/orgs/{org}/buckets") => post(create_bucket),
+        ("GET", "/orgs/{org}/buckets") => get(list_buckets),
+        ("GET", "/orgs/{org}/buckets/{nickname}") => get(get_bucket),
+        ("DELETE", "/orgs/{org}/buckets/{nickname}") => delete(delete_bucket),
+        ("PUT", "/orgs/{org}/default-bucket") => put(set_default_bucket),
         (method, path) => unreachable!("no handler for {method} {path}"),
     }
 }
@@ -424,4 +434,78 @@ async fn delete_grant(
 
 async fn me(State(s): State<AppState>, Authenticated(p): Authenticated) -> Answer {
     ok(s.catalog.me(&p).await?)
+}
+
+async fn create_bucket(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<BucketRequest>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    created(s.catalog.create_bucket(&ctx, body).await?)
+}
+
+async fn list_buckets(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    ok(serde_json::json!({"buckets": s.catalog.list_buckets(&ctx).await?}))
+}
+
+async fn get_bucket(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    ok(s.catalog
+        .get_bucket(&ctx, param(&path, "nickname")?)
+        .await?)
+}
+
+async fn delete_bucket(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    s.catalog
+        .delete_bucket(&ctx, param(&path, "nickname")?)
+        .await?;
+    no_content()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NicknameBody {
+    nickname: String,
+}
+
+async fn set_default_bucket(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    path: PathMap,
+    JsonBody(body): JsonBody<NicknameBody>,
+) -> Answer {
+    let ctx = s
+        .catalog
+        .management_context(&p, param(&path, "org")?)
+        .await?;
+    s.catalog.set_default_bucket(&ctx, &body.nickname).await?;
+    no_content()
 }

@@ -1,0 +1,457 @@
+//! Bucket configurations of an org: where its namespaces (and table overrides) keep their files,
+//! chosen by nickname. Org admins add, list, remove and pick the default; secrets are never
+//! answered.
+
+use serde::{Deserialize, Serialize};
+
+use super::namespaces::busy;
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
+use crate::authz::{Action, Resource, authorize};
+use crate::error::{CatalogError, Result};
+use crate::model::{BucketAuth, BucketRow, NamespaceRow, OrgRow, Platform, TableRow};
+use crate::store::rows::{self, keys};
+use crate::store::{Condition, StoreError, Write};
+
+/// `POST /api/v1/orgs/{org}/buckets`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BucketRequest {
+    pub nickname: String,
+    pub platform: String,
+    pub bucket: String,
+    #[serde(default)]
+    pub prefix: Option<String>,
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub path_style: bool,
+    pub auth: AuthRequest,
+}
+
+/// How Floe reaches a bucket, as a request names it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuthRequest {
+    CustomerManagedRole {
+        role_arn: String,
+    },
+    Hmac {
+        access_key_id: String,
+        secret_access_key: String,
+    },
+    Anonymous,
+}
+
+/// A bucket configuration as the management API shows it: never a secret.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BucketView {
+    pub nickname: String,
+    pub platform: &'static str,
+    pub bucket: String,
+    pub prefix: String,
+    pub region: Option<String>,
+    pub endpoint: Option<String>,
+    pub path_style: bool,
+    pub auth: AuthView,
+    /// Whether namespaces use it unless they name another.
+    pub default: bool,
+}
+
+/// The shown part of a bucket's auth: the external id the customer's trust policy must name,
+/// the access key id of static keys, never their secret.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AuthView {
+    CustomerManagedRole {
+        role_arn: String,
+        external_id: Option<String>,
+    },
+    Hmac {
+        access_key_id: String,
+    },
+    Anonymous,
+    /// The server's own access (the local warehouse of `floe serve`).
+    Server,
+}
+
+impl Catalog {
+    /// Adds a bucket configuration (org admins) after checking that the bucket is reachable
+    /// with the given auth. A customer-managed role gets a server-generated external id, which
+    /// the answer shows: the customer's trust policy must name it.
+    pub async fn create_bucket(
+        &self,
+        ctx: &OrgContext,
+        request: BucketRequest,
+    ) -> Result<BucketView> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        let row = bucket_row(request)?;
+        if rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, &row.nickname))
+            .await?
+            .is_some()
+        {
+            return Err(already_exists(&row.nickname));
+        }
+        if row.auth != BucketAuth::Anonymous {
+            self.probe(&row).await?;
+        }
+        match self
+            .store
+            .write(vec![rows::put(
+                keys::bucket(&ctx.org.name, &row.nickname),
+                &row,
+                Condition::NotExists,
+            )])
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::ConditionFailed { .. }) => return Err(already_exists(&row.nickname)),
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname = %row.nickname, "bucket configuration added");
+        Ok(view(&row, &ctx.org))
+    }
+
+    /// The org's bucket configurations (org admins).
+    pub async fn list_buckets(&self, ctx: &OrgContext) -> Result<Vec<BucketView>> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        let rows: Vec<BucketRow> = self
+            .collect_rows(
+                &keys::org_partition(&ctx.org.name),
+                "BUCKET#",
+                None,
+                usize::MAX,
+                |_| true,
+            )
+            .await?;
+        Ok(rows.iter().map(|b| view(b, &ctx.org)).collect())
+    }
+
+    /// One bucket configuration (org admins).
+    pub async fn get_bucket(&self, ctx: &OrgContext, nickname: &str) -> Result<BucketView> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        let row = self.bucket_row(ctx, nickname).await?;
+        Ok(view(&row, &ctx.org))
+    }
+
+    /// Removes a bucket configuration (org admins); 409 while the org's default, a namespace
+    /// (live or recoverable) or a table override uses it.
+    pub async fn delete_bucket(&self, ctx: &OrgContext, nickname: &str) -> Result<()> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        self.bucket_row(ctx, nickname).await?;
+        if ctx.org.default_bucket == nickname {
+            return Err(in_use(nickname, "it is the org's default"));
+        }
+        let namespaces: Vec<NamespaceRow> = self
+            .collect_rows(
+                &keys::org_partition(&ctx.org.name),
+                keys::NAMESPACE_PREFIX,
+                None,
+                usize::MAX,
+                |_| true,
+            )
+            .await?;
+        if let Some(ns) = namespaces.iter().find(|ns| ns.bucket == nickname) {
+            return Err(in_use(
+                nickname,
+                &format!("namespace '{}' uses it", ns.name),
+            ));
+        }
+        for ns in &namespaces {
+            let overrides: Vec<TableRow> = self
+                .collect_rows(
+                    &keys::namespace_partition(&ns.id),
+                    keys::TABLE_PREFIX,
+                    None,
+                    1,
+                    |t: &TableRow| {
+                        t.storage_override
+                            .as_ref()
+                            .is_some_and(|s| s.bucket == nickname)
+                    },
+                )
+                .await?;
+            if let Some(table) = overrides.first() {
+                return Err(in_use(
+                    nickname,
+                    &format!("table '{}.{}' keeps its files there", ns.name, table.name),
+                ));
+            }
+        }
+        self.store
+            .write(vec![Write::Delete {
+                key: keys::bucket(&ctx.org.name, nickname),
+                condition: Condition::Exists,
+            }])
+            .await?;
+        self.buckets.clear();
+        tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname, "bucket configuration removed");
+        Ok(())
+    }
+
+    /// Picks the bucket configuration namespaces use unless they name another (org admins).
+    pub async fn set_default_bucket(&self, ctx: &OrgContext, nickname: &str) -> Result<()> {
+        authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
+        self.usable_bucket(&ctx.org.name, nickname).await?;
+        for _ in 0..ROW_RACE_RETRIES {
+            let org = rows::get::<OrgRow>(&*self.store, &keys::org(&ctx.org.name))
+                .await?
+                .ok_or_else(|| {
+                    CatalogError::NotFound(format!("Org does not exist: {}", ctx.org.name))
+                })?;
+            let mut row = org.row.clone();
+            row.default_bucket = nickname.to_owned();
+            match self
+                .store
+                .write(vec![rows::put(
+                    keys::org(&ctx.org.name),
+                    &row,
+                    Condition::VersionIs(org.version),
+                )])
+                .await
+            {
+                Ok(()) => {
+                    self.standing.clear();
+                    tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname, "default bucket set");
+                    return Ok(());
+                }
+                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    async fn bucket_row(&self, ctx: &OrgContext, nickname: &str) -> Result<BucketRow> {
+        rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
+            .await?
+            .map(|v| v.row)
+            .ok_or_else(|| {
+                CatalogError::NotFound(format!("Bucket configuration does not exist: {nickname}"))
+            })
+    }
+
+    /// Lists one key under the configuration's root with its credentials: a clear 400 naming
+    /// what failed when the bucket cannot be reached.
+    async fn probe(&self, row: &BucketRow) -> Result<()> {
+        let unreachable = |why: String| {
+            CatalogError::BadRequest(format!(
+                "Bucket '{}' is not reachable with the given auth: {why}",
+                row.root
+            ))
+        };
+        let objects = self
+            .objects
+            .for_bucket(row)
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        objects
+            .list(&row.root, 1)
+            .await
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// The row a request describes, checked.
+fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
+    names::validate_namespace_name(&request.nickname).map_err(|_| {
+        CatalogError::BadRequest(format!(
+            "Invalid bucket nickname '{}': use letters, digits, '_', '.' and '-'",
+            request.nickname
+        ))
+    })?;
+    let endpoint = request.endpoint.filter(|e| !e.is_empty());
+    match request.platform.as_str() {
+        "s3" => {}
+        "s3-compatible" if endpoint.is_some() => {}
+        "s3-compatible" => {
+            return Err(CatalogError::BadRequest(
+                "An s3-compatible bucket needs its endpoint".into(),
+            ));
+        }
+        "gcs" => {
+            return Err(CatalogError::BadRequest(
+                "GCS buckets are not supported yet".into(),
+            ));
+        }
+        other => {
+            return Err(CatalogError::BadRequest(format!(
+                "Unknown platform '{other}': use s3, s3-compatible or gcs"
+            )));
+        }
+    }
+    if let Some(endpoint) = &endpoint
+        && !(endpoint.starts_with("https://") || endpoint.starts_with("http://"))
+    {
+        return Err(CatalogError::BadRequest(format!(
+            "Invalid endpoint '{endpoint}': use an http(s) URL"
+        )));
+    }
+    let valid_bucket = (3..=63).contains(&request.bucket.len())
+        && request
+            .bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if !valid_bucket {
+        return Err(CatalogError::BadRequest(format!(
+            "Invalid bucket name '{}'",
+            request.bucket
+        )));
+    }
+    let prefix = request.prefix.unwrap_or_default();
+    let prefix = prefix.trim_matches('/');
+    if prefix
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+        || prefix.chars().any(char::is_control)
+    {
+        return Err(CatalogError::BadRequest(format!(
+            "Invalid prefix '{prefix}'"
+        )));
+    }
+    let root = if prefix.is_empty() {
+        format!("s3://{}", request.bucket)
+    } else {
+        format!("s3://{}/{prefix}", request.bucket)
+    };
+    let auth = match request.auth {
+        AuthRequest::CustomerManagedRole { role_arn } => {
+            if !role_arn.starts_with("arn:") || role_arn.split(':').count() < 6 {
+                return Err(CatalogError::BadRequest(format!(
+                    "Invalid role ARN '{role_arn}'"
+                )));
+            }
+            BucketAuth::CustomerManagedRole {
+                role_arn,
+                external_id: Some(external_id()),
+            }
+        }
+        AuthRequest::Hmac { .. } => {
+            return Err(CatalogError::BadRequest(
+                "HMAC keys cannot be configured through the API yet: Floe stores no secret it cannot encrypt at rest"
+                    .into(),
+            ));
+        }
+        AuthRequest::Anonymous => BucketAuth::Anonymous,
+    };
+    Ok(BucketRow {
+        nickname: request.nickname,
+        platform: Platform::S3,
+        root,
+        auth,
+        endpoint,
+        region: request.region.filter(|r| !r.is_empty()),
+        path_style: request.path_style,
+    })
+}
+
+/// The external id a customer's trust policy must name: random, unguessable.
+fn external_id() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let id: String = (0..32)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("floe-{id}")
+}
+
+fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
+    let (bucket, prefix) = match crate::model::parse_s3_url(&row.root) {
+        Some((bucket, prefix)) => (bucket.to_owned(), prefix.to_owned()),
+        None => (row.root.clone(), String::new()),
+    };
+    BucketView {
+        nickname: row.nickname.clone(),
+        platform: match row.platform {
+            Platform::S3 if row.endpoint.is_some() => "s3-compatible",
+            Platform::S3 => "s3",
+            Platform::Local => "local",
+            Platform::Azure => "azure",
+        },
+        bucket,
+        prefix,
+        region: row.region.clone(),
+        endpoint: row.endpoint.clone(),
+        path_style: row.path_style,
+        auth: match &row.auth {
+            BucketAuth::CustomerManagedRole {
+                role_arn,
+                external_id,
+            } => AuthView::CustomerManagedRole {
+                role_arn: role_arn.clone(),
+                external_id: external_id.clone(),
+            },
+            BucketAuth::Hmac { access_key_id, .. } => AuthView::Hmac {
+                access_key_id: access_key_id.clone(),
+            },
+            BucketAuth::Anonymous => AuthView::Anonymous,
+            BucketAuth::Server => AuthView::Server,
+        },
+        default: org.default_bucket == row.nickname,
+    }
+}
+
+fn already_exists(nickname: &str) -> CatalogError {
+    CatalogError::AlreadyExists(format!("Bucket configuration already exists: {nickname}"))
+}
+
+fn in_use(nickname: &str, why: &str) -> CatalogError {
+    CatalogError::CommitFailed(format!(
+        "Bucket configuration '{nickname}' is in use: {why}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(auth: serde_json::Value) -> BucketRequest {
+        serde_json::from_value(serde_json::json!({
+            "nickname": "lake", "platform": "s3", "bucket": "my-lake", "prefix": "/iceberg/",
+            "region": "eu-west-1", "auth": auth
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn roles_get_a_generated_external_id_and_prefixes_are_trimmed() {
+        let row = bucket_row(request(serde_json::json!({
+            "type": "customer_managed_role", "role_arn": "arn:aws:iam::123456789012:role/lake"
+        })))
+        .unwrap();
+        assert_eq!(row.root, "s3://my-lake/iceberg");
+        let BucketAuth::CustomerManagedRole { external_id, .. } = &row.auth else {
+            panic!("{:?}", row.auth)
+        };
+        assert!(external_id.as_deref().unwrap().starts_with("floe-"));
+        assert_eq!(external_id.as_deref().unwrap().len(), 37);
+    }
+
+    #[test]
+    fn bad_requests_name_what_is_wrong() {
+        let role = serde_json::json!({"type": "customer_managed_role", "role_arn": "nope"});
+        assert!(
+            bucket_row(request(role))
+                .unwrap_err()
+                .to_string()
+                .contains("role ARN")
+        );
+        let mut gcs = request(serde_json::json!({"type": "anonymous"}));
+        gcs.platform = "gcs".into();
+        assert!(bucket_row(gcs).is_err());
+        let mut compatible = request(serde_json::json!({"type": "anonymous"}));
+        compatible.platform = "s3-compatible".into();
+        assert!(
+            bucket_row(compatible)
+                .unwrap_err()
+                .to_string()
+                .contains("endpoint")
+        );
+        let mut dots = request(serde_json::json!({"type": "anonymous"}));
+        dots.prefix = Some("a/../b".into());
+        assert!(bucket_row(dots).is_err());
+    }
+}
