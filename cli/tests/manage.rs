@@ -691,3 +691,68 @@ fn tokens_urls_and_exit_codes_for_the_connection() {
     let help = s.floe(cwd, None, &["grants", "--help"]).ok();
     assert!(help.stdout.contains("Exit codes:") && help.stdout.contains("5  not found"));
 }
+
+#[test]
+fn bucket_configurations() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start(data.path());
+    let add = |args: &[&str]| {
+        let mut all = vec!["buckets", "add", "demo"];
+        all.extend_from_slice(args);
+        s.floe(cwd, Some(ADMIN), &all)
+    };
+    let added = add(&[
+        "open-data",
+        "--bucket",
+        "open-data",
+        "--prefix",
+        "public",
+        "--anonymous",
+        "--json",
+    ])
+    .json();
+    assert_eq!(added["auth"], json!({"type": "anonymous"}));
+    assert_eq!(added["prefix"], "public");
+    add(&["open-data", "--bucket", "open-data", "--anonymous"]).expect(6);
+    // A role-backed bucket this server cannot reach is refused, naming why.
+    let refused = add(&[
+        "lake",
+        "--bucket",
+        "my-lake",
+        "--role-arn",
+        "arn:aws:iam::123456789012:role/lake",
+    ])
+    .expect(7);
+    assert!(refused.stderr.contains("not reachable"), "{refused:#?}");
+    add(&["lake", "--bucket", "my-lake"]).expect(2);
+
+    let listed = s.floe(cwd, Some(ADMIN), &["buckets", "list", "demo"]).ok();
+    assert!(listed.stdout.starts_with("NICKNAME"), "{listed:#?}");
+    assert!(listed.stdout.contains("open-data"));
+    assert!(listed.stdout.contains("default"));
+    let shown = s
+        .floe(cwd, Some(ADMIN), &["buckets", "show", "demo", "open-data"])
+        .ok();
+    assert!(shown.stdout.contains("anonymous"), "{shown:#?}");
+    // Anonymous storage never backs Iceberg tables, so it cannot be the default.
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["buckets", "default", "demo", "open-data"],
+    )
+    .expect(7);
+    s.floe(cwd, Some(ADMIN), &["buckets", "default", "demo", "default"])
+        .ok();
+    s.floe(cwd, Some(ADMIN), &["buckets", "remove", "demo", "default"])
+        .expect(6);
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["buckets", "remove", "demo", "open-data"],
+    )
+    .ok();
+    s.floe(cwd, Some(ADMIN), &["buckets", "show", "demo", "open-data"])
+        .expect(5);
+}

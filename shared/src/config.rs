@@ -82,6 +82,11 @@ pub struct Settings {
     /// path; required with an issuer.
     #[arg(long, env = "FLOE_OIDC_JWKS")]
     pub oidc_jwks: Option<String>,
+    /// KMS key (id, ARN, alias name or alias ARN) that seals secrets kept in catalog rows, such
+    /// as bucket HMAC keys. Without it the embedded store seals with `<data dir>/secret.key`
+    /// and a DynamoDB store cannot seal: its key must stay out of the table.
+    #[arg(long, env = "FLOE_SECRETS_KMS_KEY")]
+    pub secrets_kms_key: Option<String>,
 }
 
 impl Settings {
@@ -90,6 +95,7 @@ impl Settings {
         self.store == StoreKind::Dynamodb
             || self.dev_bucket.is_some()
             || self.vending_role_arn.is_some()
+            || self.secrets_kms_key.is_some()
     }
 
     pub fn path_style(&self) -> bool {

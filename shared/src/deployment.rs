@@ -16,6 +16,7 @@ use crate::model::{BucketAuth, BucketRow, Platform, S3Defaults, parse_s3_url};
 use crate::objects::PlatformStores;
 use crate::objects::local::LocalObjectStores;
 use crate::objects::s3::S3Stores;
+use crate::secrets::{KmsSealer, LocalKeySealer, SecretError, SecretSealer};
 use crate::store::MetaStore;
 use crate::store::dynamodb::DynamoStore;
 use crate::store::embedded::{EmbeddedStore, OpenError};
@@ -32,6 +33,8 @@ pub enum DeploymentError {
     Settings(String),
     #[error("invalid OIDC settings: {0}")]
     Oidc(#[from] OidcConfigError),
+    #[error("secret sealing: {0}")]
+    Secrets(#[from] SecretError),
 }
 
 /// Where the embedded store lives inside a data directory.
@@ -80,6 +83,66 @@ pub async fn open_store(
         (StoreKind::Dynamodb, None) => Err(DeploymentError::Settings(
             "the DynamoDB store needs AWS settings".into(),
         )),
+    }
+}
+
+/// How secrets kept in catalog rows are sealed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealerChoice {
+    /// Envelope encryption under this KMS key (FLOE_SECRETS_KMS_KEY).
+    Kms(String),
+    /// AES-256-GCM under the key file at this path (the embedded store without a KMS key).
+    LocalKeyFile(PathBuf),
+    /// No sealer: a DynamoDB store without a KMS key. A key file would have to live on every
+    /// function's disk, and a key kept in the table would protect nothing, so sealing fails
+    /// with [`SecretError::Unconfigured`] until FLOE_SECRETS_KMS_KEY is set.
+    Unconfigured,
+}
+
+/// The sealer the settings select: a KMS key wins; else the embedded store's key file.
+pub fn sealer_choice(settings: &Settings) -> SealerChoice {
+    // An empty key (an unset template parameter, say) means none.
+    match settings
+        .secrets_kms_key
+        .as_deref()
+        .filter(|k| !k.is_empty())
+    {
+        Some(key) => SealerChoice::Kms(key.to_owned()),
+        None => match settings.store {
+            StoreKind::Embedded => {
+                SealerChoice::LocalKeyFile(crate::secrets::local::key_file(&settings.data_dir))
+            }
+            StoreKind::Dynamodb => SealerChoice::Unconfigured,
+        },
+    }
+}
+
+/// Opens the sealer the settings select (creating the local key file on first start), or
+/// `None` when the deployment has none. A bad key file stops the start.
+pub fn open_sealer(
+    settings: &Settings,
+    sdk: Option<&aws_config::SdkConfig>,
+) -> Result<Option<Arc<dyn SecretSealer>>, DeploymentError> {
+    match sealer_choice(settings) {
+        SealerChoice::Kms(key) => {
+            let sdk = sdk.ok_or_else(|| {
+                DeploymentError::Settings("FLOE_SECRETS_KMS_KEY needs AWS settings".into())
+            })?;
+            tracing::info!(kms_key = %key, "secrets sealed with KMS data keys");
+            Ok(Some(Arc::new(KmsSealer::new(
+                aws_sdk_kms::Client::new(sdk),
+                key,
+            ))))
+        }
+        SealerChoice::LocalKeyFile(path) => {
+            Ok(Some(Arc::new(LocalKeySealer::open_or_create(&path)?)))
+        }
+        SealerChoice::Unconfigured => {
+            tracing::info!(
+                "no FLOE_SECRETS_KMS_KEY: bucket configurations with static keys cannot be stored"
+            );
+            Ok(None)
+        }
     }
 }
 
@@ -176,6 +239,7 @@ pub async fn open_catalog_wrapped(
         None
     };
     let store = wrap(open_store(settings, sdk.as_ref()).await?);
+    let sealer = open_sealer(settings, sdk.as_ref())?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let defaults = sdk.as_ref().map(|sdk| s3_defaults(settings, sdk));
     let boot = if settings.bootstrap {
@@ -222,6 +286,9 @@ pub async fn open_catalog_wrapped(
     if let Some(oidc) = oidc {
         catalog = catalog.with_oidc(Arc::new(oidc));
     }
+    if let Some(sealer) = sealer {
+        catalog = catalog.with_sealer(sealer);
+    }
     Ok((Arc::new(catalog), boot))
 }
 
@@ -261,6 +328,7 @@ pub async fn open_wrapped(
         oidc_issuer: None,
         oidc_audience: None,
         oidc_jwks: None,
+        secrets_kms_key: None,
     };
     open_catalog_wrapped(&settings, wrap).await
 }
@@ -318,6 +386,75 @@ mod tests {
             assert!(error.to_string().contains(expected), "{error}");
         }
         assert!(!store_dir(dir.path()).exists(), "nothing was opened");
+    }
+
+    /// A KMS key selects the KMS sealer on either store; without one the embedded store uses
+    /// its key file and a DynamoDB store has no sealer.
+    #[test]
+    fn the_settings_choose_the_sealer() {
+        let dir = tempfile::tempdir().unwrap();
+        let kms = ["--secrets-kms-key", "alias/floe"];
+        assert_eq!(
+            sealer_choice(&settings(dir.path(), &[])),
+            SealerChoice::LocalKeyFile(dir.path().join("secret.key"))
+        );
+        assert_eq!(
+            sealer_choice(&settings(dir.path(), &kms)),
+            SealerChoice::Kms("alias/floe".into())
+        );
+        assert_eq!(
+            sealer_choice(&settings(dir.path(), &["--store", "dynamodb"])),
+            SealerChoice::Unconfigured
+        );
+        assert_eq!(
+            sealer_choice(&settings(
+                dir.path(),
+                &["--store", "dynamodb", "--secrets-kms-key", ""]
+            )),
+            SealerChoice::Unconfigured
+        );
+        assert_eq!(
+            sealer_choice(&settings(
+                dir.path(),
+                &[&["--store", "dynamodb"][..], &kms].concat()
+            )),
+            SealerChoice::Kms("alias/floe".into())
+        );
+        let unconfigured = crate::secrets::required(None).err().unwrap().to_string();
+        assert!(
+            unconfigured.contains("FLOE_SECRETS_KMS_KEY"),
+            "{unconfigured}"
+        );
+    }
+
+    /// A local catalog seals with its key file, created private on first start; a key file
+    /// others can read stops the next start.
+    #[tokio::test]
+    async fn the_embedded_catalog_seals_with_its_key_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let sealed = {
+            let (catalog, _) = open(dir.path(), "demo", None).await.unwrap();
+            let sealer = catalog.sealer().expect("a sealer");
+            sealer.seal(b"hmac secret").await.unwrap()
+        };
+        let key = dir.path().join("secret.key");
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        {
+            let (catalog, _) = open(dir.path(), "demo", None).await.unwrap();
+            let opened = catalog.sealer().unwrap().open(&sealed).await.unwrap();
+            assert_eq!(opened, b"hmac secret");
+        }
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let error = open(dir.path(), "demo", None).await.err().unwrap();
+        assert!(
+            matches!(
+                error,
+                DeploymentError::Secrets(SecretError::KeyFilePermissions { .. })
+            ),
+            "{error}"
+        );
     }
 
     /// With the three settings, the catalog authenticates the issuer's users; api-client

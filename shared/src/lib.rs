@@ -2,7 +2,7 @@
 //!
 //! This crate is the catalog itself: the REST surface (`http`), the operations (`catalog`),
 //! authentication and authorization, and the ports with their adapters (`store`, `objects`,
-//! `vending`). The `floe` command and every Lambda function are thin shells around it.
+//! `vending`, `secrets`). The `floe` command and every Lambda function are thin shells around it.
 
 pub mod auth;
 pub mod authz;
@@ -19,6 +19,7 @@ pub mod model;
 pub mod objects;
 pub mod purge;
 pub mod routes;
+pub mod secrets;
 pub mod store;
 pub mod types;
 pub mod vending;

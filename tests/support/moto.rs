@@ -1,4 +1,4 @@
-//! Access to the moto server the test script started (DynamoDB, S3 and STS).
+//! Access to the moto server the test script started (DynamoDB, S3, STS and KMS).
 
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
@@ -80,4 +80,23 @@ pub async fn assumed_role_policies(session_name: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A KMS client for moto.
+pub async fn kms() -> aws_sdk_kms::Client {
+    aws_sdk_kms::Client::new(&sdk().await)
+}
+
+/// A new symmetric KMS key on moto; returns its key id.
+pub async fn create_kms_key() -> String {
+    kms()
+        .await
+        .create_key()
+        .description(unique("floe-secrets"))
+        .send()
+        .await
+        .expect("create KMS key on moto")
+        .key_metadata
+        .expect("key metadata")
+        .key_id
 }

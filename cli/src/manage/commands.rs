@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use super::client::Client;
 use super::{
-    ApiClientsCommand, Command, Connection, EXIT_SERVER, Failure, GrantsCommand, MemberRole,
-    MembersCommand, NamespaceCommand, OrgsCommand, TeamsCommand, Visibility, output, word,
+    ApiClientsCommand, BucketsCommand, Command, Connection, EXIT_SERVER, Failure, GrantsCommand,
+    MemberRole, MembersCommand, NamespaceCommand, OrgsCommand, TeamsCommand, Visibility, output,
+    word,
 };
 
 /// A client and the output form chosen for one command.
@@ -98,6 +99,10 @@ pub async fn run(command: Command) -> Result<(), Failure> {
             connection,
             command,
         } => grants(&Session::open(&connection)?, command).await,
+        Command::Buckets {
+            connection,
+            command,
+        } => buckets(&Session::open(&connection)?, command).await,
         Command::Whoami { connection } => {
             let s = Session::open(&connection)?;
             let answer = s.call(Method::GET, &["me"], &[], None).await?;
@@ -364,5 +369,85 @@ fn grain(namespace: &str, table: Option<&str>) -> String {
     match table {
         Some(table) => format!("table {namespace}.{table}"),
         None => format!("namespace {namespace}"),
+    }
+}
+
+async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
+    match command {
+        BucketsCommand::Add {
+            org,
+            nickname,
+            bucket,
+            platform,
+            prefix,
+            region,
+            endpoint,
+            path_style,
+            role_arn,
+            anonymous,
+        } => {
+            let auth = match (role_arn, anonymous) {
+                (Some(role_arn), false) => {
+                    json!({"type": "customer_managed_role", "role_arn": role_arn})
+                }
+                (None, true) => json!({"type": "anonymous"}),
+                _ => {
+                    return Err(Failure::new(
+                        2,
+                        "name how Floe reaches the bucket: --role-arn ARN or --anonymous",
+                    ));
+                }
+            };
+            let body = json!({
+                "nickname": nickname, "platform": word(platform), "bucket": bucket,
+                "prefix": prefix, "region": region, "endpoint": endpoint,
+                "path_style": path_style, "auth": auth,
+            });
+            let answer = s
+                .call(Method::POST, &["orgs", &org, "buckets"], &[], Some(body))
+                .await?;
+            s.show(&answer, output::bucket)
+        }
+        BucketsCommand::List { org } => {
+            let answer = s
+                .call(Method::GET, &["orgs", &org, "buckets"], &[], None)
+                .await?;
+            s.show(&answer, output::buckets)
+        }
+        BucketsCommand::Show { org, nickname } => {
+            let answer = s
+                .call(
+                    Method::GET,
+                    &["orgs", &org, "buckets", &nickname],
+                    &[],
+                    None,
+                )
+                .await?;
+            s.show(&answer, output::bucket)
+        }
+        BucketsCommand::Remove { org, nickname } => {
+            s.call(
+                Method::DELETE,
+                &["orgs", &org, "buckets", &nickname],
+                &[],
+                None,
+            )
+            .await?;
+            s.done(format!(
+                "Removed bucket configuration {nickname} from {org}."
+            ));
+            Ok(())
+        }
+        BucketsCommand::Default { org, nickname } => {
+            s.call(
+                Method::PUT,
+                &["orgs", &org, "default-bucket"],
+                &[],
+                Some(json!({"nickname": nickname})),
+            )
+            .await?;
+            s.done(format!("{org} now places new namespaces on {nickname}."));
+            Ok(())
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! `floe orgs | api-clients | members | teams | namespace | grants | whoami`: the management
+//! `floe orgs | api-clients | members | teams | namespace | grants | buckets | whoami`: the
+//! management
 //! API (`/api/v1`) from the command line.
 //!
 //! Every command is one HTTP request; its outcome is an exit code scripts can branch on (see
@@ -115,6 +116,15 @@ pub enum Command {
         connection: Connection,
         #[command(subcommand)]
         command: GrantsCommand,
+    },
+    /// Add, list, show and remove an org's bucket configurations, and pick the default (org
+    /// admins).
+    #[command(after_help = EXIT_CODES)]
+    Buckets {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: BucketsCommand,
     },
     /// Show the caller: principal, name, email, org roles and teams.
     #[command(after_help = EXIT_CODES)]
@@ -251,6 +261,53 @@ pub enum GrantsCommand {
         #[arg(long)]
         table: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+pub enum BucketsCommand {
+    /// Add a bucket configuration; Floe checks it can reach the bucket first. A role gets a
+    /// generated external id, printed here: the role's trust policy must name it.
+    Add {
+        org: String,
+        nickname: String,
+        /// The bucket's name.
+        #[arg(long)]
+        bucket: String,
+        #[arg(long, value_enum, default_value = "s3")]
+        platform: BucketPlatform,
+        /// Key prefix inside the bucket under which namespaces are placed.
+        #[arg(long)]
+        prefix: Option<String>,
+        #[arg(long)]
+        region: Option<String>,
+        /// Endpoint URL of an s3-compatible store.
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// Path-style addressing (most s3-compatible stores).
+        #[arg(long)]
+        path_style: bool,
+        /// ARN of the customer-managed role Floe assumes to reach the bucket.
+        #[arg(long, conflicts_with = "anonymous")]
+        role_arn: Option<String>,
+        /// A public bucket read without credentials (never Iceberg storage).
+        #[arg(long)]
+        anonymous: bool,
+    },
+    /// List the org's bucket configurations (never secrets).
+    List { org: String },
+    /// Show one bucket configuration.
+    Show { org: String, nickname: String },
+    /// Remove a bucket configuration that nothing uses.
+    Remove { org: String, nickname: String },
+    /// Pick the configuration namespaces use unless they name another.
+    Default { org: String, nickname: String },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum BucketPlatform {
+    S3,
+    S3Compatible,
+    Gcs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

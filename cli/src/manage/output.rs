@@ -235,3 +235,49 @@ mod tests {
         assert!(rendered.ends_with("ORG   ROLE   TEAMS\ndemo  write  data,ops"));
     }
 }
+
+/// One bucket configuration: where it is, how Floe reaches it, and the external id a role's
+/// trust policy must name.
+pub fn bucket(bucket: &Value) -> String {
+    let auth = bucket.get("auth").cloned().unwrap_or(Value::Null);
+    let mut pairs = vec![
+        ("nickname", text(bucket, "nickname")),
+        ("platform", text(bucket, "platform")),
+        ("bucket", text(bucket, "bucket")),
+        ("prefix", text(bucket, "prefix")),
+        ("region", text(bucket, "region")),
+        ("endpoint", text(bucket, "endpoint")),
+        ("default", text(bucket, "default")),
+        ("auth", text(&auth, "type")),
+    ];
+    for key in ["role_arn", "external_id", "access_key_id"] {
+        if auth.get(key).is_some() {
+            pairs.push((key, text(&auth, key)));
+        }
+    }
+    fields(&pairs)
+}
+
+/// The org's bucket configurations, one per line.
+pub fn buckets(answer: &Value) -> String {
+    let rows: Vec<Vec<String>> = items(answer, "buckets")
+        .iter()
+        .map(|b| {
+            let auth = b.get("auth").cloned().unwrap_or(Value::Null);
+            vec![
+                text(b, "nickname"),
+                text(b, "platform"),
+                format!("{}/{}", text(b, "bucket"), text(b, "prefix"))
+                    .trim_end_matches('/')
+                    .to_owned(),
+                text(&auth, "type"),
+                if b.get("default") == Some(&Value::Bool(true)) {
+                    "yes".into()
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    table(&["NICKNAME", "PLATFORM", "WHERE", "AUTH", "DEFAULT"], &rows)
+}

@@ -62,6 +62,8 @@ pub struct Catalog {
     /// (org, nickname) -> bucket configuration.
     buckets: TtlCache<(String, String), BucketRow>,
     commit_retry: CommitRetry,
+    /// Seals secrets kept in rows (bucket HMAC keys); `None`: this deployment cannot seal.
+    sealer: Option<Arc<dyn crate::secrets::SecretSealer>>,
 }
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
@@ -95,6 +97,7 @@ impl Catalog {
             namespaces: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             commit_retry: CommitRetry::default(),
+            sealer: None,
             clock,
         }
     }
@@ -151,6 +154,18 @@ impl Catalog {
     pub fn with_page_token_key(mut self, key: &[u8]) -> Self {
         self.page_tokens = paging::PageTokens::new(key);
         self
+    }
+
+    /// Seals secrets kept in rows with `sealer`.
+    pub fn with_sealer(mut self, sealer: Arc<dyn crate::secrets::SecretSealer>) -> Self {
+        self.sealer = Some(sealer);
+        self
+    }
+
+    /// The sealer of secrets kept in rows; `None` when the deployment has none
+    /// (`secrets::required` turns that into the error that says how to configure one).
+    pub fn sealer(&self) -> Option<&dyn crate::secrets::SecretSealer> {
+        self.sealer.as_deref()
     }
 
     /// Resolves an org for a principal with the reference's ordering: an unknown org is 404
