@@ -196,46 +196,6 @@ pub fn me(me: &Value) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn tables_align_columns() {
-        let rendered = table(
-            &["PRINCIPAL", "ACTION", "TABLE"],
-            &[
-                vec!["user:alice".into(), "write".into(), "*".into()],
-                vec!["team:data".into(), "read".into(), "orders".into()],
-            ],
-        );
-        assert_eq!(
-            rendered,
-            "PRINCIPAL   ACTION  TABLE\nuser:alice  write   *\nteam:data   read    orders"
-        );
-    }
-
-    #[test]
-    fn grants_show_namespace_grain_as_a_star() {
-        let answer =
-            json!({"grants": [{"principal": "user:a", "action": "manage", "table": null}]});
-        assert!(grants(&answer).ends_with("user:a     manage  *"));
-        assert_eq!(grants(&json!({"grants": []})), "No grants.");
-    }
-
-    #[test]
-    fn whoami_lists_roles_with_teams() {
-        let rendered = me(&json!({
-            "principal": "api_client:1", "name": "etl", "email": null, "service_admin": false,
-            "org_roles": {"demo": "write"}, "teams": {"demo": ["data", "ops"]}
-        }));
-        assert!(rendered.contains("principal      api_client:1"));
-        assert!(rendered.contains("service admin  no"));
-        assert!(rendered.ends_with("ORG   ROLE   TEAMS\ndemo  write  data,ops"));
-    }
-}
-
 /// One bucket configuration: where it is, how Floe reaches it, and the external id a role's
 /// trust policy must name.
 pub fn bucket(bucket: &Value) -> String {
@@ -280,4 +240,44 @@ pub fn buckets(answer: &Value) -> String {
         })
         .collect();
     table(&["NICKNAME", "PLATFORM", "WHERE", "AUTH", "DEFAULT"], &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_align_columns() {
+        let rendered = table(
+            &["PRINCIPAL", "ACTION", "TABLE"],
+            &[
+                vec!["user:alice".into(), "write".into(), "*".into()],
+                vec!["team:data".into(), "read".into(), "orders".into()],
+            ],
+        );
+        assert_eq!(
+            rendered,
+            "PRINCIPAL   ACTION  TABLE\nuser:alice  write   *\nteam:data   read    orders"
+        );
+    }
+
+    #[test]
+    fn grants_show_namespace_grain_as_a_star() {
+        let answer =
+            json!({"grants": [{"principal": "user:a", "action": "manage", "table": null}]});
+        assert!(grants(&answer).ends_with("user:a     manage  *"));
+        assert_eq!(grants(&json!({"grants": []})), "No grants.");
+    }
+
+    #[test]
+    fn whoami_lists_roles_with_teams() {
+        let rendered = me(&json!({
+            "principal": "api_client:1", "name": "etl", "email": null, "service_admin": false,
+            "org_roles": {"demo": "write"}, "teams": {"demo": ["data", "ops"]}
+        }));
+        assert!(rendered.contains("principal      api_client:1"));
+        assert!(rendered.contains("service admin  no"));
+        assert!(rendered.ends_with("ORG   ROLE   TEAMS\ndemo  write  data,ops"));
+    }
 }

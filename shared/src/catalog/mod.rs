@@ -25,8 +25,8 @@ pub use admin::{
     ApiClientView, Me, NamespacePatch, NamespaceSettings, TeamView, display_principal,
     issue_service_admin,
 };
-pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
+pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use grants::{GrantView, canonical_principal};
 pub use tables::TableRequestOptions;
 
