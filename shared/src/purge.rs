@@ -195,6 +195,10 @@ impl Catalog {
                     Failure(format!("bucket configuration '{}' is gone", ns.row.bucket))
                 })?
                 .row;
+        let bucket = self
+            .opened(bucket)
+            .await
+            .map_err(|e| Failure(e.to_string()))?;
         let objects = self.objects_for(&bucket).await?;
         let version = match ns.row.purging {
             // Fenced by an earlier run that did not finish.

@@ -34,9 +34,9 @@ async fn requests_are_checked_before_anything_is_stored() {
             "endpoint",
         ),
         (
-            json!({"nickname": "aitch", "platform": "s3", "bucket": "aitch",
+            json!({"nickname": "aitch", "platform": "s3", "bucket": "aitch-missing",
                 "auth": {"type": "hmac", "access_key_id": "AKIA", "secret_access_key": "s3cr3t"}}),
-            "encrypt",
+            "not reachable",
         ),
         (
             json!({"nickname": "arr", "platform": "s3", "bucket": "arr",
@@ -236,4 +236,59 @@ async fn role_backed_buckets_are_checked_used_and_protected_while_in_use() {
             .starts_with(&format!("s3://{name}/iceberg/")),
         "{defaulted}"
     );
+}
+
+/// Static keys: the secret is sealed in the row, never answered, and opened only to reach the
+/// bucket (a namespace on it works). Reachable only where S3 is (moto).
+#[tokio::test]
+async fn hmac_secrets_are_sealed_at_rest_and_never_answered() {
+    let c = TestCatalog::new().await;
+    if c.backend == Backend::Local {
+        return;
+    }
+    let name = format!("keys-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    moto::create_bucket(&name).await;
+    const SECRET: &str = "wJalrXUtnFEMI-floe-test-secret";
+    let body = json!({"nickname": "keyed", "platform": "s3", "bucket": name,
+        "auth": {"type": "hmac", "access_key_id": "AKIAFLOETEST", "secret_access_key": SECRET}});
+    let added = c
+        .management(Method::POST, &buckets(), ADMIN_TOKEN, Some(body))
+        .await;
+    assert_eq!(
+        added.assert_ok(201)["auth"],
+        json!({"type": "hmac", "access_key_id": "AKIAFLOETEST"})
+    );
+    for answer in [
+        c.management(Method::GET, &buckets(), ADMIN_TOKEN, None)
+            .await,
+        c.management(
+            Method::GET,
+            &format!("{}/keyed", buckets()),
+            ADMIN_TOKEN,
+            None,
+        )
+        .await,
+    ] {
+        assert!(!answer.body.to_string().contains(SECRET), "{}", answer.body);
+    }
+    let raw = c
+        .store
+        .get(&floe::store::rows::keys::bucket(ORG, "keyed"))
+        .await
+        .unwrap()
+        .unwrap();
+    let stored = String::from_utf8(raw.body.clone()).unwrap();
+    assert!(!stored.contains(SECRET), "{stored}");
+    assert!(
+        stored.contains("SealedHmac") || stored.contains("sealed"),
+        "{stored}"
+    );
+    // The opened secret reaches the bucket: a namespace is created on it.
+    c.catalog.forget_cached();
+    c.post(
+        &format!("/v1/{ORG}/namespaces"),
+        json!({"namespace": ["onkeys"], "properties": {"arraylake.bucket": "keyed"}}),
+    )
+    .await
+    .assert_ok(200);
 }

@@ -311,12 +311,26 @@ impl TestCatalog {
         .await
         .unwrap();
         let store = (wrap.store)(inner);
-        let catalog = Arc::new(configure(Catalog::new(
-            store.clone(),
-            (wrap.objects)(parts.objects.clone()),
-            (wrap.vendor)(parts.vendor),
-            Arc::new(clock),
-        )));
+        // Secrets in rows are sealed as deployed: a key file locally, KMS (on moto) on AWS.
+        let sealer: Arc<dyn floe::secrets::SecretSealer> = match backend {
+            Backend::Local => Arc::new(
+                floe::secrets::LocalKeySealer::open_or_create(&dir.path().join("secret.key"))
+                    .expect("key file"),
+            ),
+            Backend::Aws => Arc::new(floe::secrets::KmsSealer::new(
+                moto::kms().await,
+                moto::create_kms_key().await,
+            )),
+        };
+        let catalog = Arc::new(configure(
+            Catalog::new(
+                store.clone(),
+                (wrap.objects)(parts.objects.clone()),
+                (wrap.vendor)(parts.vendor),
+                Arc::new(clock),
+            )
+            .with_sealer(sealer),
+        ));
         let router = floe::http::full_router(catalog.clone());
         let sts = parts.sts;
         Self {

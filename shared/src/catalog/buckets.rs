@@ -9,6 +9,7 @@ use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, NamespaceRow, OrgRow, Platform, TableRow};
+use crate::secrets;
 use crate::store::rows::{self, keys};
 use crate::store::{Condition, StoreError, Write};
 
@@ -87,6 +88,10 @@ impl Catalog {
     ) -> Result<BucketView> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
         let row = bucket_row(request)?;
+        if matches!(row.auth, BucketAuth::Hmac { .. }) {
+            secrets::required(self.sealer())
+                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+        }
         if rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, &row.nickname))
             .await?
             .is_some()
@@ -96,6 +101,7 @@ impl Catalog {
         if row.auth != BucketAuth::Anonymous {
             self.probe(&row).await?;
         }
+        let row = self.sealed(row).await?;
         match self
             .store
             .write(vec![rows::put(
@@ -223,6 +229,58 @@ impl Catalog {
         Err(busy())
     }
 
+    /// The row as stored: static keys' secret sealed, never in plain text.
+    async fn sealed(&self, mut row: BucketRow) -> Result<BucketRow> {
+        if let BucketAuth::Hmac {
+            access_key_id,
+            secret_access_key,
+        } = row.auth
+        {
+            let sealer = secrets::required(self.sealer())
+                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+            let sealed = sealer
+                .seal(secret_access_key.as_bytes())
+                .await
+                .map_err(|e| CatalogError::Internal(format!("Cannot seal the secret: {e}")))?;
+            row.auth = BucketAuth::SealedHmac {
+                access_key_id,
+                sealed_secret: serde_json::to_value(&sealed).map_err(|e| {
+                    CatalogError::Internal(format!("Cannot store the sealed secret: {e}"))
+                })?,
+            };
+        }
+        Ok(row)
+    }
+
+    /// A stored row ready for use: a sealed secret opened, in memory only.
+    pub(crate) async fn opened(&self, mut row: BucketRow) -> Result<BucketRow> {
+        if let BucketAuth::SealedHmac {
+            access_key_id,
+            sealed_secret,
+        } = row.auth
+        {
+            let broken = |why: String| {
+                tracing::error!(nickname = %row.nickname, why, "cannot open a bucket's sealed secret");
+                CatalogError::Internal(format!(
+                    "The secret of bucket configuration '{}' cannot be opened",
+                    row.nickname
+                ))
+            };
+            let sealer = secrets::required(self.sealer()).map_err(|e| broken(e.to_string()))?;
+            let sealed: secrets::Sealed =
+                serde_json::from_value(sealed_secret).map_err(|e| broken(e.to_string()))?;
+            let secret = sealer
+                .open(&sealed)
+                .await
+                .map_err(|e| broken(e.to_string()))?;
+            row.auth = BucketAuth::Hmac {
+                access_key_id,
+                secret_access_key: String::from_utf8(secret).map_err(|e| broken(e.to_string()))?,
+            };
+        }
+        Ok(row)
+    }
+
     async fn bucket_row(&self, ctx: &OrgContext, nickname: &str) -> Result<BucketRow> {
         rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
             .await?
@@ -328,11 +386,19 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
                 external_id: Some(external_id()),
             }
         }
-        AuthRequest::Hmac { .. } => {
-            return Err(CatalogError::BadRequest(
-                "HMAC keys cannot be configured through the API yet: Floe stores no secret it cannot encrypt at rest"
-                    .into(),
-            ));
+        AuthRequest::Hmac {
+            access_key_id,
+            secret_access_key,
+        } => {
+            if access_key_id.is_empty() || secret_access_key.is_empty() {
+                return Err(CatalogError::BadRequest(
+                    "HMAC auth needs an access key id and a secret access key".into(),
+                ));
+            }
+            BucketAuth::Hmac {
+                access_key_id,
+                secret_access_key,
+            }
         }
         AuthRequest::Anonymous => BucketAuth::Anonymous,
     };
@@ -384,7 +450,8 @@ fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
                 role_arn: role_arn.clone(),
                 external_id: external_id.clone(),
             },
-            BucketAuth::Hmac { access_key_id, .. } => AuthView::Hmac {
+            BucketAuth::Hmac { access_key_id, .. }
+            | BucketAuth::SealedHmac { access_key_id, .. } => AuthView::Hmac {
                 access_key_id: access_key_id.clone(),
             },
             BucketAuth::Anonymous => AuthView::Anonymous,

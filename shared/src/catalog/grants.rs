@@ -405,7 +405,7 @@ fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
     match bucket.auth {
         BucketAuth::CustomerManagedRole { .. } => true,
         BucketAuth::Server => bucket.platform == Platform::Local,
-        BucketAuth::Anonymous | BucketAuth::Hmac { .. } => false,
+        BucketAuth::Anonymous | BucketAuth::Hmac { .. } | BucketAuth::SealedHmac { .. } => false,
     }
 }
 

@@ -306,6 +306,7 @@ impl Catalog {
                 CatalogError::BadRequest(format!("Unknown bucket configuration: {nickname}"))
             })?
             .row;
+        let bucket = self.opened(bucket).await?;
         if bucket.auth == crate::model::BucketAuth::Anonymous {
             return Err(CatalogError::BadRequest(format!(
                 "Bucket configuration '{nickname}' allows anonymous access only and cannot back Iceberg storage"
@@ -343,7 +344,7 @@ impl Catalog {
             .or(table.storage_override.as_ref().map(|o| &o.bucket))
             .unwrap_or(&ns.bucket);
         let load = async {
-            Ok(
+            let stored =
                 rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
                     .await?
                     .ok_or_else(|| {
@@ -351,8 +352,8 @@ impl Catalog {
                             "Bucket configuration '{nickname}' has been removed"
                         ))
                     })?
-                    .row,
-            )
+                    .row;
+            self.opened(stored).await
         };
         self.buckets
             .get_or_load((ctx.org.name.clone(), nickname.clone()), load)

@@ -27,10 +27,17 @@ pub enum BucketAuth {
         role_arn: String,
         external_id: Option<String>,
     },
-    /// Static HMAC keys, handed to engines as they are.
+    /// Static HMAC keys, handed to engines as they are. In memory only, or in a deployment's
+    /// own settings: rows keep them as `SealedHmac`.
     Hmac {
         access_key_id: String,
         secret_access_key: String,
+    },
+    /// Static HMAC keys as catalog rows keep them: the secret sealed at rest (see `secrets`),
+    /// opened into `Hmac` by the catalog when the bucket is used.
+    SealedHmac {
+        access_key_id: String,
+        sealed_secret: serde_json::Value,
     },
 }
 

@@ -269,6 +269,9 @@ impl S3Stores {
             BucketAuth::Anonymous => {
                 return Err(invalid("anonymous buckets cannot back Iceberg storage"));
             }
+            BucketAuth::SealedHmac { .. } => {
+                return Err(invalid("its secret is still sealed"));
+            }
         }
         let store = Arc::new(S3ObjectStore::new(Client::from_conf(config.build()), name));
         self.clients

@@ -259,6 +259,11 @@ impl CredentialVendor for StsVendor {
                     "Anonymous buckets cannot back Iceberg storage".into(),
                 ));
             }
+            BucketAuth::SealedHmac { .. } => {
+                return Err(CatalogError::Internal(
+                    "A bucket's sealed secret reached the vendor unopened".into(),
+                ));
+            }
         };
         Ok(vended(table_location, config, secrets))
     }
