@@ -4,16 +4,17 @@
 
 use axum::Json;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use http::StatusCode;
+use http::request::Parts;
 use serde::Deserialize;
 
 use super::AppState;
 use super::extract::{Authenticated, JsonBody, Params, QueryMap};
 use crate::authz::Action;
-use crate::catalog::{BucketRequest, NamespacePatch, display_principal};
+use crate::catalog::{BucketRequest, NamespacePatch, OrgContext, display_principal};
 use crate::error::CatalogError;
 use crate::model::OrgRole;
 
@@ -116,6 +117,24 @@ pub fn routes() -> Router<AppState> {
 }
 
 type Answer = Result<Response, CatalogError>;
+
+/// The org a management route names and the caller's access in it: 401 without a valid token,
+/// 404 for an unknown org, the blanket 403 for a caller who sees nothing there.
+struct InOrg(OrgContext);
+
+impl FromRequestParts<AppState> for InOrg {
+    type Rejection = CatalogError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, CatalogError> {
+        let Authenticated(principal) = Authenticated::from_request_parts(parts, state).await?;
+        let params = Params::from_request_parts(parts, state).await?;
+        let ctx = state
+            .catalog
+            .management_context(&principal, params.get("org")?)
+            .await?;
+        Ok(InOrg(ctx))
+    }
+}
 type PathMap = Params;
 
 fn param<'a>(path: &'a PathMap, name: &str) -> Result<&'a str, CatalogError> {
@@ -192,14 +211,9 @@ struct ApiClientBody {
 
 async fn create_api_client(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
+    InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<ApiClientBody>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     let role = role(&body.role)?.ok_or_else(|| {
         CatalogError::BadRequest("An api client needs a role: read, write or admin".into())
     })?;
@@ -210,27 +224,11 @@ async fn create_api_client(
     )
 }
 
-async fn list_api_clients(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn list_api_clients(State(s): State<AppState>, InOrg(ctx): InOrg) -> Answer {
     ok(serde_json::json!({"api_clients": s.catalog.list_api_clients(&ctx).await?}))
 }
 
-async fn delete_api_client(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn delete_api_client(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     s.catalog
         .delete_api_client(&ctx, param(&path, "id")?)
         .await?;
@@ -245,14 +243,10 @@ struct RoleBody {
 
 async fn put_member(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    InOrg(ctx): InOrg,
     path: PathMap,
     JsonBody(body): JsonBody<RoleBody>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     let role = role(&body.role)?;
     s.catalog
         .set_member(&ctx, param(&path, "principal")?, role)
@@ -262,40 +256,18 @@ async fn put_member(
 
 async fn create_team(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
+    InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<NameBody>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     s.catalog.create_team(&ctx, &body.name).await?;
     created(serde_json::json!({"name": body.name, "members": []}))
 }
 
-async fn get_team(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn get_team(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     ok(s.catalog.team(&ctx, param(&path, "team")?).await?)
 }
 
-async fn set_team_member(
-    s: AppState,
-    p: crate::model::Principal,
-    path: PathMap,
-    member: bool,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn set_team_member(s: AppState, ctx: OrgContext, path: PathMap, member: bool) -> Answer {
     s.catalog
         .set_team_member(
             &ctx,
@@ -307,31 +279,15 @@ async fn set_team_member(
     no_content()
 }
 
-async fn put_team_member(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    set_team_member(s, p, path, true).await
+async fn put_team_member(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
+    set_team_member(s, ctx, path, true).await
 }
 
-async fn delete_team_member(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    set_team_member(s, p, path, false).await
+async fn delete_team_member(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
+    set_team_member(s, ctx, path, false).await
 }
 
-async fn get_namespace(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn get_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     ok(s.catalog
         .namespace_settings(&ctx, param(&path, "namespace")?)
         .await?)
@@ -339,28 +295,16 @@ async fn get_namespace(
 
 async fn patch_namespace(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    InOrg(ctx): InOrg,
     path: PathMap,
     JsonBody(body): JsonBody<NamespacePatch>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     ok(s.catalog
         .patch_namespace(&ctx, param(&path, "namespace")?, body)
         .await?)
 }
 
-async fn list_grants(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn list_grants(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     let grants: Vec<serde_json::Value> = s
         .catalog
         .list_grants(&ctx, param(&path, "namespace")?)
@@ -388,14 +332,10 @@ struct GrantBody {
 
 async fn put_grant(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    InOrg(ctx): InOrg,
     path: PathMap,
     JsonBody(body): JsonBody<GrantBody>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     s.catalog
         .put_grant(
             &ctx,
@@ -410,14 +350,10 @@ async fn put_grant(
 
 async fn delete_grant(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    InOrg(ctx): InOrg,
     path: PathMap,
     query: QueryMap,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     let principal = query.get("principal").ok_or_else(|| {
         CatalogError::BadRequest("Name the grant's principal: ?principal=...".into())
     })?;
@@ -438,52 +374,23 @@ async fn me(State(s): State<AppState>, Authenticated(p): Authenticated) -> Answe
 
 async fn create_bucket(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
+    InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<BucketRequest>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     created(s.catalog.create_bucket(&ctx, body).await?)
 }
 
-async fn list_buckets(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn list_buckets(State(s): State<AppState>, InOrg(ctx): InOrg) -> Answer {
     ok(serde_json::json!({"buckets": s.catalog.list_buckets(&ctx).await?}))
 }
 
-async fn get_bucket(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn get_bucket(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     ok(s.catalog
         .get_bucket(&ctx, param(&path, "nickname")?)
         .await?)
 }
 
-async fn delete_bucket(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
-) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
+async fn delete_bucket(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     s.catalog
         .delete_bucket(&ctx, param(&path, "nickname")?)
         .await?;
@@ -498,14 +405,9 @@ struct NicknameBody {
 
 async fn set_default_bucket(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    path: PathMap,
+    InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<NicknameBody>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .management_context(&p, param(&path, "org")?)
-        .await?;
     s.catalog.set_default_bucket(&ctx, &body.nickname).await?;
     no_content()
 }
