@@ -23,12 +23,16 @@ pub const TOKEN_PREFIX: &str = "ema_";
 
 /// A new random api-client token.
 pub fn generate_token() -> String {
+    format!("{TOKEN_PREFIX}{}", random_alphanumeric(40))
+}
+
+/// `len` random letters and digits: unguessable ids and secrets that survive any transport.
+pub fn random_alphanumeric(len: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
-    let secret: String = (0..40)
+    (0..len)
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect();
-    format!("{TOKEN_PREFIX}{secret}")
+        .collect()
 }
 
 /// Whether a bearer token is an api-client token (looked up in the store) rather than a JWT.

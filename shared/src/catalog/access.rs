@@ -8,7 +8,7 @@ use super::Catalog;
 use crate::authz::{Access, Grants};
 use crate::error::Result;
 use crate::model::{GrantRow, Principal, TeamMemberRow, team_principal};
-use crate::store::rows::{self, MemberRow, ServiceAdminRow, keys};
+use crate::store::rows::{self, MemberRow, keys};
 
 impl Catalog {
     /// The principal's access in `org`, read from the store.
@@ -17,10 +17,7 @@ impl Catalog {
         let org_role = rows::get::<MemberRow>(store, &keys::member(org, &principal.id))
             .await?
             .map(|m| m.row.role);
-        let service_admin =
-            rows::get::<ServiceAdminRow>(store, &keys::service_admin(&principal.id))
-                .await?
-                .is_some();
+        let service_admin = self.is_service_admin(principal).await?;
         let teams: Vec<TeamMemberRow> = self
             .collect_rows(
                 &keys::teams_of_partition(org, &principal.id),

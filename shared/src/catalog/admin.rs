@@ -79,7 +79,7 @@ pub fn display_principal(id: &str) -> String {
 }
 
 impl Catalog {
-    async fn is_service_admin(&self, principal: &Principal) -> Result<bool> {
+    pub(super) async fn is_service_admin(&self, principal: &Principal) -> Result<bool> {
         Ok(
             rows::get::<ServiceAdminRow>(&*self.store, &keys::service_admin(&principal.id))
                 .await?

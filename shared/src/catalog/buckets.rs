@@ -415,13 +415,7 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
 
 /// The external id a customer's trust policy must name: random, unguessable.
 fn external_id() -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    let id: String = (0..32)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect();
-    format!("floe-{id}")
+    format!("floe-{}", crate::auth::random_alphanumeric(32))
 }
 
 fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
