@@ -189,14 +189,6 @@ async fn setup(c: &TestCatalog) -> Vec<Caller> {
     callers
 }
 
-fn ns_path(ns: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}")
-}
-
-fn table_path(ns: &str, table: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables/{table}")
-}
-
 /// One request and whether the model allows it: allowed requests must not be 403, denied ones
 /// must be exactly the blanket 403.
 struct Check {

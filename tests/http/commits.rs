@@ -5,10 +5,6 @@ use floe::store::Write;
 use floe_tests::*;
 use serde_json::json;
 
-fn table(ns: &str, t: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables/{t}")
-}
-
 /// Names of the table's metadata files, sorted.
 async fn metadata_files(c: &TestCatalog, location: &str) -> Vec<String> {
     let files = c.files_under(&format!("{location}/metadata")).await;
@@ -48,7 +44,7 @@ async fn append_commits_write_numbered_files_and_stamp_authors() {
             && files[1].starts_with("00001-")
             && files[2].starts_with("00002-")
     );
-    let loaded = c.get(&table("cm", "t")).await;
+    let loaded = c.get(&table_path("cm", "t")).await;
     assert_eq!(
         loaded.body["metadata"]["snapshots"]
             .as_array()
@@ -72,22 +68,22 @@ async fn failed_requirements_are_409_and_write_nothing() {
     let created = c.create_table("req", "t").await;
     let metadata = created["metadata"].clone();
     let stale = append_body(&metadata, 1);
-    c.post(&table("req", "t"), stale.clone())
+    c.post(&table_path("req", "t"), stale.clone())
         .await
         .assert_ok(200);
     // The same commit again: main has moved, so the requirement fails.
     let mut again = stale.clone();
     again["updates"][0]["snapshot"]["snapshot-id"] = json!(2);
     again["updates"][1]["snapshot-id"] = json!(2);
-    c.post(&table("req", "t"), again)
+    c.post(&table_path("req", "t"), again)
         .await
         .assert_error(409, "CommitFailedException");
     let wrong_uuid = json!({"requirements": [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}], "updates": []});
-    c.post(&table("req", "t"), wrong_uuid)
+    c.post(&table_path("req", "t"), wrong_uuid)
         .await
         .assert_error(409, "CommitFailedException");
     let exists = json!({"requirements": [{"type": "assert-create"}], "updates": []});
-    c.post(&table("req", "t"), exists)
+    c.post(&table_path("req", "t"), exists)
         .await
         .assert_error(409, "CommitFailedException");
     for requirement in [
@@ -98,7 +94,7 @@ async fn failed_requirements_are_409_and_write_nothing() {
         json!({"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 5}),
     ] {
         let body = json!({"requirements": [requirement], "updates": [{"action": "set-properties", "updates": {"x": "y"}}]});
-        c.post(&table("req", "t"), body)
+        c.post(&table_path("req", "t"), body)
             .await
             .assert_error(409, "CommitFailedException");
     }
@@ -115,7 +111,7 @@ async fn unknown_or_invalid_updates_are_400() {
     let c = TestCatalog::new().await;
     c.create_namespace("bad").await;
     c.create_table("bad", "t").await;
-    let path = table("bad", "t");
+    let path = table_path("bad", "t");
     c.post(
         &path,
         json!({"requirements": [{"type": "assert-something-new"}], "updates": []}),
@@ -151,7 +147,7 @@ async fn unknown_or_invalid_updates_are_400() {
         .await
         .assert_error(400, "BadRequestException");
     c.post(
-        &table("bad", "missing"),
+        &table_path("bad", "missing"),
         json!({"requirements": [], "updates": []}),
     )
     .await
@@ -173,10 +169,10 @@ async fn stale_sequence_numbers_are_409() {
         .await
         .assert_ok(200);
     // A client that rebased its requirement but not its sequence number.
-    let current = c.get(&table("seq", "t")).await.body["metadata"].clone();
+    let current = c.get(&table_path("seq", "t")).await.body["metadata"].clone();
     let mut body = append_body(&current, 2);
     body["updates"][0]["snapshot"]["sequence-number"] = json!(1);
-    c.post(&table("seq", "t"), body)
+    c.post(&table_path("seq", "t"), body)
         .await
         .assert_error(409, "CommitFailedException");
 }
@@ -188,7 +184,7 @@ async fn a_no_op_commit_writes_no_file() {
     let created = c.create_table("noop", "t").await;
     let answer = c
         .post(
-            &table("noop", "t"),
+            &table_path("noop", "t"),
             json!({"requirements": [], "updates": []}),
         )
         .await;
@@ -219,7 +215,7 @@ async fn schema_evolution_commit() {
             {"action": "set-current-schema", "schema-id": -1}
         ]
     });
-    let answer = c.post(&table("evo", "t"), body).await;
+    let answer = c.post(&table_path("evo", "t"), body).await;
     let metadata = &answer.assert_ok(200)["metadata"];
     assert_eq!(metadata["current-schema-id"], 1);
     assert_eq!(metadata["last-column-id"], 3);

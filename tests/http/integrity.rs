@@ -4,22 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use floe::store::Write;
 use floe_tests::*;
 use serde_json::{Value, json};
-
-fn table(ns: &str, name: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables/{name}")
-}
-
-fn tables(ns: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables")
-}
-
-fn is_swap(writes: &[Write]) -> bool {
-    writes.len() == 1
-        && matches!(&writes[0], Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"))
-}
 
 /// A catalog that, once armed, holds its next pointer swap while the test acts: before it is
 /// applied, or (`landed`) after it is applied, then reporting an unknown outcome.
@@ -30,7 +16,7 @@ async fn pausing_swaps(landed: bool) -> (TestCatalog, Arc<Pause>, Arc<AtomicBool
     } else {
         Fault::Pause(pause.clone())
     };
-    let (c, armed) = TestCatalog::with_fault(Target::Write(is_swap), fault).await;
+    let (c, armed) = TestCatalog::with_fault(Target::Write(is_table_swap), fault).await;
     (c, pause, armed)
 }
 
@@ -56,14 +42,14 @@ async fn a_stale_commit_never_lands_on_a_dropped_and_recreated_table() {
     let stale = c.append_snapshot(ADMIN_TOKEN, "dr", "t", 1);
     let meanwhile = async {
         pause.reached().await;
-        assert_eq!(c.delete(&table("dr", "t")).await.status.as_u16(), 204);
+        assert_eq!(c.delete(&table_path("dr", "t")).await.status.as_u16(), 204);
         let new = c.create_table("dr", "t").await;
         pause.resume();
         new
     };
     let (stale, new) = tokio::join!(stale, meanwhile);
     stale.assert_error(409, "CommitFailedException");
-    let loaded = c.get(&table("dr", "t")).await;
+    let loaded = c.get(&table_path("dr", "t")).await;
     let metadata = &loaded.assert_ok(200)["metadata"];
     assert_eq!(metadata["table-uuid"], new["metadata"]["table-uuid"]);
     assert_ne!(metadata["table-uuid"], old["metadata"]["table-uuid"]);
@@ -102,13 +88,13 @@ async fn a_stale_commit_never_lands_on_a_renamed_and_recreated_table() {
         stale.status,
         stale.body
     );
-    let recreated = c.get(&table("rr", "t")).await;
+    let recreated = c.get(&table_path("rr", "t")).await;
     assert_eq!(
         recreated.assert_ok(200)["metadata"]["table-uuid"],
         new["metadata"]["table-uuid"]
     );
     assert_eq!(snapshot_count(&recreated.body["metadata"]), 0);
-    let moved = c.get(&table("rr", "moved")).await;
+    let moved = c.get(&table_path("rr", "moved")).await;
     assert_eq!(
         moved.assert_ok(200)["metadata"]["table-uuid"],
         old["metadata"]["table-uuid"]
@@ -135,12 +121,12 @@ async fn writers_racing_drop_and_recreate_never_resurrect_the_old_table() {
             writers.push(tokio::spawn(async move {
                 for n in 0..3 {
                     let id = (round as i64) * 1_000 + writer * 10 + n;
-                    let current = c.get(&table("race", "t")).await;
+                    let current = c.get(&table_path("race", "t")).await;
                     if current.status.as_u16() != 200 {
                         continue;
                     }
                     let body = append_body(&current.body["metadata"], id);
-                    let answer = c.post(&table("race", "t"), body).await;
+                    let answer = c.post(&table_path("race", "t"), body).await;
                     assert!(
                         matches!(answer.status.as_u16(), 200 | 404 | 409),
                         "{}: {}",
@@ -150,14 +136,14 @@ async fn writers_racing_drop_and_recreate_never_resurrect_the_old_table() {
                 }
             }));
         }
-        let dropped = c.delete(&table("race", "t")).await.status.as_u16();
+        let dropped = c.delete(&table_path("race", "t")).await.status.as_u16();
         assert!(matches!(dropped, 204 | 404), "drop answered {dropped}");
-        let created = c.post(&tables("race"), create_table_body("t")).await;
+        let created = c.post(&tables_path("race"), create_table_body("t")).await;
         let new_uuid = created.assert_ok(200)["metadata"]["table-uuid"].clone();
         for writer in writers {
             writer.await.unwrap();
         }
-        let loaded = c.get(&table("race", "t")).await;
+        let loaded = c.get(&table_path("race", "t")).await;
         assert_eq!(
             loaded.assert_ok(200)["metadata"]["table-uuid"],
             new_uuid,
@@ -195,7 +181,9 @@ async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_the
     let shorten = json!({"requirements": [], "updates": [
         {"action": "set-properties", "updates": {"write.metadata.previous-versions-max": "1"}}
     ]});
-    c.post(&table("short", "t"), shorten).await.assert_ok(200);
+    c.post(&table_path("short", "t"), shorten)
+        .await
+        .assert_ok(200);
     armed.store(true, Ordering::SeqCst);
     let landed = c.append_snapshot(ADMIN_TOKEN, "short", "t", 1);
     let meanwhile = async {
@@ -211,7 +199,7 @@ async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_the
     };
     let (landed, ()) = tokio::join!(landed, meanwhile);
     landed.assert_error(500, "CommitStateUnknownException");
-    let loaded = c.get(&table("short", "t")).await;
+    let loaded = c.get(&table_path("short", "t")).await;
     assert_eq!(snapshot_count(&loaded.assert_ok(200)["metadata"]), 3);
     let log = loaded.body["metadata"]["metadata-log"].as_array().unwrap();
     assert_eq!(log.len(), 1, "the log was shortened");
@@ -242,7 +230,7 @@ async fn a_landed_swap_whose_answer_was_lost_is_5xx_and_keeps_its_file_after_a_r
     let (landed, renamed) = tokio::join!(landed, meanwhile);
     assert_eq!(renamed.status.as_u16(), 204);
     landed.assert_error(500, "CommitStateUnknownException");
-    let moved = c.get(&table("ren", "u")).await;
+    let moved = c.get(&table_path("ren", "u")).await;
     assert_eq!(snapshot_count(&moved.assert_ok(200)["metadata"]), 1);
     assert_eq!(metadata_files(&c, &created).await.len(), 2);
 }
@@ -273,13 +261,13 @@ async fn a_tampered_metadata_file_is_refused_and_moves_nothing() {
         c.overwrite(&current, serde_json::to_vec(&forged).unwrap())
             .await;
         c.catalog.forget_cached();
-        c.get(&table("tamper", "t"))
+        c.get(&table_path("tamper", "t"))
             .await
             .assert_error(500, "InternalServerError");
         let commit = json!({"requirements": [], "updates": [
             {"action": "set-properties", "updates": {"k": "v"}}
         ]});
-        let answer = c.post(&table("tamper", "t"), commit).await;
+        let answer = c.post(&table_path("tamper", "t"), commit).await;
         assert_eq!(answer.status.as_u16(), 500, "{}", answer.body);
         assert!(
             !answer.body.to_string().contains("elsewhere"),
@@ -288,7 +276,7 @@ async fn a_tampered_metadata_file_is_refused_and_moves_nothing() {
     }
     c.overwrite(&current, original_bytes).await;
     c.catalog.forget_cached();
-    let loaded = c.get(&table("tamper", "t")).await;
+    let loaded = c.get(&table_path("tamper", "t")).await;
     assert_eq!(loaded.assert_ok(200)["metadata-location"], current.as_str());
     assert_eq!(
         loaded.body["metadata"]["location"],
@@ -306,12 +294,12 @@ async fn table_names_never_become_unsafe_path_segments() {
     let c = TestCatalog::new().await;
     c.create_namespace("names").await;
     for bad in [".", ".."] {
-        c.post(&tables("names"), create_table_body(bad))
+        c.post(&tables_path("names"), create_table_body(bad))
             .await
             .assert_error(400, "BadRequestException");
     }
     for odd in ["*", "?", "a*b", "we ird$"] {
-        let created = c.post(&tables("names"), create_table_body(odd)).await;
+        let created = c.post(&tables_path("names"), create_table_body(odd)).await;
         let location = created.assert_ok(200)["metadata"]["location"]
             .as_str()
             .unwrap()
@@ -333,7 +321,7 @@ async fn table_names_never_become_unsafe_path_segments() {
                 ch => ch.to_string(),
             })
             .collect();
-        c.get(&table("names", &encoded)).await.assert_ok(200);
+        c.get(&table_path("names", &encoded)).await.assert_ok(200);
     }
 }
 
@@ -368,24 +356,27 @@ async fn table_directories_never_overlap() {
         format!("{root}/a*b"),
         "file:///tmp/elsewhere".to_owned(),
     ] {
-        c.post(&tables("ovl"), with_location("x", location.clone()))
+        c.post(&tables_path("ovl"), with_location("x", location.clone()))
             .await
             .assert_error(400, "BadRequestException");
     }
     // A fresh directory of the client's choosing is fine, once.
     let chosen = format!("{root}/chosen");
-    c.post(&tables("ovl"), with_location("mine", chosen.clone()))
+    c.post(&tables_path("ovl"), with_location("mine", chosen.clone()))
         .await
         .assert_ok(200);
     c.post(
-        &tables("ovl"),
+        &tables_path("ovl"),
         with_location("yours", format!("{chosen}/sub")),
     )
     .await
     .assert_error(400, "BadRequestException");
     // Dropping a table keeps its directory claimed: its files stay in storage.
-    assert_eq!(c.delete(&table("ovl", "mine")).await.status.as_u16(), 204);
-    c.post(&tables("ovl"), with_location("again", chosen))
+    assert_eq!(
+        c.delete(&table_path("ovl", "mine")).await.status.as_u16(),
+        204
+    );
+    c.post(&tables_path("ovl"), with_location("again", chosen))
         .await
         .assert_error(400, "BadRequestException");
 
@@ -393,12 +384,14 @@ async fn table_directories_never_overlap() {
     let set_location = |location: &str| json!({"requirements": [], "updates": [{"action": "set-location", "location": location}]});
     let second_dir = second["metadata"]["location"].as_str().unwrap();
     for location in [root.as_str(), second_dir, "file:///tmp/elsewhere"] {
-        c.post(&table("ovl", "first"), set_location(location))
+        c.post(&table_path("ovl", "first"), set_location(location))
             .await
             .assert_error(400, "BadRequestException");
     }
     let inside = format!("{first_dir}/v2");
-    let moved = c.post(&table("ovl", "first"), set_location(&inside)).await;
+    let moved = c
+        .post(&table_path("ovl", "first"), set_location(&inside))
+        .await;
     assert_eq!(
         moved.assert_ok(200)["metadata"]["location"],
         inside.as_str()
@@ -412,19 +405,21 @@ async fn table_directories_never_overlap() {
     ] {
         let mut body = create_table_body("props");
         body["properties"] = json!({key: format!("{second_dir}/data")});
-        c.post(&tables("ovl"), body)
+        c.post(&tables_path("ovl"), body)
             .await
             .assert_error(400, "BadRequestException");
         let update = json!({"requirements": [], "updates": [
             {"action": "set-properties", "updates": {key: root.clone()}}
         ]});
-        c.post(&table("ovl", "first"), update)
+        c.post(&table_path("ovl", "first"), update)
             .await
             .assert_error(400, "BadRequestException");
         let update = json!({"requirements": [], "updates": [
             {"action": "set-properties", "updates": {key: format!("{first_dir}/files")}}
         ]});
-        c.post(&table("ovl", "first"), update).await.assert_ok(200);
+        c.post(&table_path("ovl", "first"), update)
+            .await
+            .assert_ok(200);
     }
 }
 
@@ -437,7 +432,7 @@ async fn staged_creates_commit_into_a_directory_of_their_own() {
     let existing = c.create_table("stg", "existing").await;
     let mut body = create_table_body("staged");
     body["stage-create"] = json!(true);
-    let staged = c.post(&tables("stg"), body).await;
+    let staged = c.post(&tables_path("stg"), body).await;
     let location = staged.assert_ok(200)["metadata"]["location"]
         .as_str()
         .unwrap()
@@ -455,12 +450,14 @@ async fn staged_creates_commit_into_a_directory_of_their_own() {
         })
     };
     c.post(
-        &table("stg", "staged"),
+        &table_path("stg", "staged"),
         commit(existing["metadata"]["location"].as_str().unwrap()),
     )
     .await
     .assert_error(400, "BadRequestException");
-    let committed = c.post(&table("stg", "staged"), commit(&location)).await;
+    let committed = c
+        .post(&table_path("stg", "staged"), commit(&location))
+        .await;
     assert_eq!(
         committed.assert_ok(200)["metadata"]["location"],
         location.as_str()
@@ -497,7 +494,7 @@ async fn tables_from_rows_without_identity_fields_keep_working() {
     c.catalog.forget_cached();
     assert_eq!(c.store.get(&key).await.unwrap().unwrap().token, None);
 
-    let loaded = c.get(&table("legacy", "t")).await;
+    let loaded = c.get(&table_path("legacy", "t")).await;
     assert_eq!(loaded.assert_ok(200)["metadata"], created["metadata"]);
     c.append_snapshot(ADMIN_TOKEN, "legacy", "t", 1)
         .await

@@ -5,10 +5,6 @@ use floe_tests::*;
 use http::Method;
 use serde_json::json;
 
-fn ns_path(name: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{name}")
-}
-
 #[tokio::test]
 async fn create_load_head_list_drop() {
     let c = TestCatalog::new().await;

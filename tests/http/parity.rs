@@ -4,22 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use floe::store::Write;
 use floe_tests::*;
 use serde_json::{Value, json};
-
-fn table(ns: &str, name: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables/{name}")
-}
-
-fn tables(ns: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables")
-}
-
-fn is_swap(writes: &[Write]) -> bool {
-    writes.len() == 1
-        && matches!(&writes[0], Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"))
-}
 
 fn set_property(uuid: &Value, key: &str, value: &str) -> Value {
     json!({
@@ -34,16 +20,16 @@ fn set_property(uuid: &Value, key: &str, value: &str) -> Value {
 async fn a_commit_that_loses_the_swap_is_rebased_when_its_requirements_hold() {
     let pause = Pause::new();
     let (c, armed) =
-        TestCatalog::with_fault(Target::Write(is_swap), Fault::Pause(pause.clone())).await;
+        TestCatalog::with_fault(Target::Write(is_table_swap), Fault::Pause(pause.clone())).await;
     c.create_namespace("rb").await;
     let created = c.create_table("rb", "t").await;
     let uuid = created["metadata"]["table-uuid"].clone();
     armed.store(true, Ordering::SeqCst);
-    let path = table("rb", "t");
+    let path = table_path("rb", "t");
     let slow = c.post(&path, set_property(&uuid, "slow", "1"));
     let fast = async {
         pause.reached().await;
-        c.post(&table("rb", "t"), set_property(&uuid, "fast", "1"))
+        c.post(&table_path("rb", "t"), set_property(&uuid, "fast", "1"))
             .await
             .assert_ok(200);
         pause.resume();
@@ -60,7 +46,7 @@ async fn a_commit_that_loses_the_swap_is_rebased_when_its_requirements_hold() {
         "{}",
         slow["metadata-location"]
     );
-    let loaded = c.get(&table("rb", "t")).await;
+    let loaded = c.get(&table_path("rb", "t")).await;
     let metadata = &loaded.assert_ok(200)["metadata"];
     assert_eq!(metadata["properties"]["fast"], "1");
     assert_eq!(metadata["properties"]["slow"], "1");
@@ -73,7 +59,7 @@ async fn a_commit_that_loses_the_swap_is_rebased_when_its_requirements_hold() {
 async fn a_rebased_commit_whose_requirements_fail_is_a_409_with_javas_words() {
     let pause = Pause::new();
     let (c, armed) =
-        TestCatalog::with_fault(Target::Write(is_swap), Fault::Pause(pause.clone())).await;
+        TestCatalog::with_fault(Target::Write(is_table_swap), Fault::Pause(pause.clone())).await;
     c.create_namespace("rq").await;
     c.create_table("rq", "t").await;
     armed.store(true, Ordering::SeqCst);
@@ -91,7 +77,7 @@ async fn a_rebased_commit_whose_requirements_fail_is_a_409_with_javas_words() {
         slow.body["error"]["message"],
         "Requirement failed: branch main was created concurrently"
     );
-    let loaded = c.get(&table("rq", "t")).await;
+    let loaded = c.get(&table_path("rq", "t")).await;
     assert_eq!(loaded.assert_ok(200)["metadata"]["current-snapshot-id"], 2);
 }
 
@@ -111,7 +97,7 @@ async fn unrelated_concurrent_commits_all_land() {
         writers.push(tokio::spawn(async move {
             start.wait().await;
             c.post(
-                &table("un", "t"),
+                &table_path("un", "t"),
                 set_property(&uuid, &format!("writer.{writer}"), "done"),
             )
             .await
@@ -121,7 +107,7 @@ async fn unrelated_concurrent_commits_all_land() {
         let answer = writer.await.unwrap();
         answer.assert_ok(200);
     }
-    let loaded = c.get(&table("un", "t")).await;
+    let loaded = c.get(&table_path("un", "t")).await;
     let properties = &loaded.assert_ok(200)["metadata"]["properties"];
     for writer in 0..WRITERS {
         assert_eq!(properties[format!("writer.{writer}")], "done");
@@ -135,7 +121,7 @@ async fn requirement_failures_read_as_in_java() {
     c.create_table("rw", "t").await;
     let answer = c
         .post(
-            &table("rw", "t"),
+            &table_path("rw", "t"),
             json!({
                 "requirements": [{"type": "assert-default-spec-id", "default-spec-id": 1}],
                 "updates": [{"action": "set-properties", "updates": {"k": "v"}}]
@@ -160,14 +146,14 @@ async fn new_tables_carry_javas_default_properties_unless_the_client_sets_them()
     );
     let mut body = create_table_body("snappy");
     body["properties"] = json!({"write.parquet.compression-codec": "snappy"});
-    let chosen = c.post(&tables("dp"), body).await;
+    let chosen = c.post(&tables_path("dp"), body).await;
     assert_eq!(
         chosen.assert_ok(200)["metadata"]["properties"]["write.parquet.compression-codec"],
         "snappy"
     );
     let mut staged = create_table_body("staged");
     staged["stage-create"] = json!(true);
-    let staged = c.post(&tables("dp"), staged).await;
+    let staged = c.post(&tables_path("dp"), staged).await;
     assert_eq!(
         staged.assert_ok(200)["metadata"]["properties"]["write.parquet.compression-codec"],
         "zstd"
@@ -210,10 +196,10 @@ fn partitioned_sorted(name: &str) -> Value {
 async fn create_transactions_number_specs_and_orders_as_direct_creates_do() {
     let c = TestCatalog::new().await;
     c.create_namespace("ct").await;
-    let staged = c.post(&tables("ct"), partitioned_sorted("tx")).await;
+    let staged = c.post(&tables_path("ct"), partitioned_sorted("tx")).await;
     let staged = staged.assert_ok(200).clone();
     let committed = c
-        .post(&table("ct", "tx"), create_commit(&staged, &[]))
+        .post(&table_path("ct", "tx"), create_commit(&staged, &[]))
         .await;
     let metadata = &committed.assert_ok(200)["metadata"];
     assert_eq!(metadata["default-spec-id"], 0);
@@ -223,7 +209,7 @@ async fn create_transactions_number_specs_and_orders_as_direct_creates_do() {
 
     let mut direct = partitioned_sorted("direct");
     direct["stage-create"] = json!(false);
-    let direct = c.post(&tables("ct"), direct).await;
+    let direct = c.post(&tables_path("ct"), direct).await;
     let direct = &direct.assert_ok(200)["metadata"];
     for key in [
         "default-spec-id",
@@ -243,7 +229,7 @@ async fn create_transactions_number_specs_and_orders_as_direct_creates_do() {
 async fn a_create_transaction_that_evolves_the_spec_numbers_it_as_java_does() {
     let c = TestCatalog::new().await;
     c.create_namespace("ce").await;
-    let staged = c.post(&tables("ce"), partitioned_sorted("tx")).await;
+    let staged = c.post(&tables_path("ce"), partitioned_sorted("tx")).await;
     let staged = staged.assert_ok(200).clone();
     let evolved = json!({"action": "add-spec", "spec": {"fields": [
         {"source-id": 1, "field-id": 1000, "name": "id_bucket", "transform": "bucket[4]"},
@@ -251,7 +237,7 @@ async fn a_create_transaction_that_evolves_the_spec_numbers_it_as_java_does() {
     ]}});
     let committed = c
         .post(
-            &table("ce", "tx"),
+            &table_path("ce", "tx"),
             create_commit(
                 &staged,
                 &[
@@ -297,7 +283,7 @@ async fn snapshots_are_listed_in_commit_order() {
             .collect()
     };
     assert_eq!(order(&last["metadata"]), expected);
-    let loaded = c.get(&table("so", "t")).await;
+    let loaded = c.get(&table_path("so", "t")).await;
     assert_eq!(order(&loaded.assert_ok(200)["metadata"]), expected);
     let stored = c
         .read_json(loaded.body["metadata-location"].as_str().unwrap())
@@ -326,7 +312,7 @@ async fn partition_evolution_that_java_accepts_lands_and_reads_back_as_sent() {
         let name = format!("v{version}");
         let created = c
             .post(
-                &tables("pe"),
+                &tables_path("pe"),
                 json!({
                     "name": name,
                     "schema": {"type": "struct", "fields": [
@@ -342,7 +328,7 @@ async fn partition_evolution_that_java_accepts_lands_and_reads_back_as_sent() {
             )
             .await;
         created.assert_ok(200);
-        let path = table("pe", &name);
+        let path = table_path("pe", &name);
         let identity =
             json!({"source-id": 3, "field-id": 1000, "name": "category", "transform": "identity"});
         let void =
@@ -391,11 +377,11 @@ async fn v1_tables_keep_their_branches_and_tags() {
     c.create_namespace("r1").await;
     let mut body = create_table_body("t");
     body["properties"] = json!({"format-version": "1"});
-    let created = c.post(&tables("r1"), body).await;
+    let created = c.post(&tables_path("r1"), body).await;
     let uuid = created.assert_ok(200)["metadata"]["table-uuid"].clone();
     assert_eq!(created.body["metadata"]["refs"], json!({}));
     let location = created.body["metadata"]["location"].as_str().unwrap();
-    c.post(&table("r1", "t"), append_v1(location, 1, None))
+    c.post(&table_path("r1", "t"), append_v1(location, 1, None))
         .await
         .assert_ok(200);
     let refs = json!({
@@ -405,14 +391,14 @@ async fn v1_tables_keep_their_branches_and_tags() {
             {"action": "set-snapshot-ref", "ref-name": "dev", "type": "branch", "snapshot-id": 1}
         ]
     });
-    c.post(&table("r1", "t"), refs).await.assert_ok(200);
-    c.post(&table("r1", "t"), append_v1(location, 2, Some(1)))
+    c.post(&table_path("r1", "t"), refs).await.assert_ok(200);
+    c.post(&table_path("r1", "t"), append_v1(location, 2, Some(1)))
         .await
         .assert_ok(200);
-    c.post(&table("r1", "t"), set_property(&uuid, "k", "v"))
+    c.post(&table_path("r1", "t"), set_property(&uuid, "k", "v"))
         .await
         .assert_ok(200);
-    let loaded = c.get(&table("r1", "t")).await;
+    let loaded = c.get(&table_path("r1", "t")).await;
     let metadata = &loaded.assert_ok(200)["metadata"];
     assert_eq!(metadata["format-version"], 1);
     assert_eq!(
@@ -427,7 +413,7 @@ async fn v1_tables_keep_their_branches_and_tags() {
         "requirements": [{"type": "assert-ref-snapshot-id", "ref": "first", "snapshot-id": null}],
         "updates": [{"action": "set-snapshot-ref", "ref-name": "first", "type": "tag", "snapshot-id": 2}]
     });
-    let answer = c.post(&table("r1", "t"), again).await;
+    let answer = c.post(&table_path("r1", "t"), again).await;
     answer.assert_error(409, "CommitFailedException");
     assert_eq!(
         answer.body["error"]["message"],
@@ -480,7 +466,7 @@ async fn a_create_transaction_keeps_field_ids_the_client_chose() {
             {"action": "set-default-sort-order", "sort-order-id": -1}
         ]
     });
-    let committed = c.post(&table("cf", "t"), commit).await;
+    let committed = c.post(&table_path("cf", "t"), commit).await;
     let metadata = &committed.assert_ok(200)["metadata"];
     let current = metadata["schemas"]
         .as_array()

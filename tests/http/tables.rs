@@ -3,10 +3,6 @@ use floe_tests::*;
 use http::Method;
 use serde_json::{Value, json};
 
-fn tables(ns: &str) -> String {
-    format!("/v1/{ORG}/namespaces/{ns}/tables")
-}
-
 #[tokio::test]
 async fn create_load_head_list_drop() {
     let c = TestCatalog::new().await;
@@ -30,59 +26,59 @@ async fn create_load_head_list_drop() {
     assert!(c.exists(metadata_location).await);
     assert_eq!(created["metadata"]["format-version"], 2);
 
-    let loaded = c.get(&format!("{}/events", tables("t1"))).await;
+    let loaded = c.get(&format!("{}/events", tables_path("t1"))).await;
     assert_eq!(
         loaded.assert_ok(200)["metadata-location"],
         metadata_location
     );
     assert_eq!(loaded.body["metadata"], created["metadata"]);
     assert_eq!(
-        c.head(&format!("{}/events", tables("t1")))
+        c.head(&format!("{}/events", tables_path("t1")))
             .await
             .status
             .as_u16(),
         204
     );
     assert_eq!(
-        c.head(&format!("{}/nope", tables("t1")))
+        c.head(&format!("{}/nope", tables_path("t1")))
             .await
             .status
             .as_u16(),
         404
     );
-    c.get(&format!("{}/nope", tables("t1")))
+    c.get(&format!("{}/nope", tables_path("t1")))
         .await
         .assert_error(404, "NoSuchTableException");
-    c.get(&format!("{}/x", tables("missing")))
+    c.get(&format!("{}/x", tables_path("missing")))
         .await
         .assert_error(404, "NoSuchNamespaceException");
-    c.post(&tables("missing"), create_table_body("x"))
+    c.post(&tables_path("missing"), create_table_body("x"))
         .await
         .assert_error(404, "NoSuchNamespaceException");
 
     c.create_table("t1", "alpha").await;
-    let list = c.get(&tables("t1")).await;
+    let list = c.get(&tables_path("t1")).await;
     assert_eq!(
         list.assert_ok(200)["identifiers"],
         json!([{"namespace": ["t1"], "name": "alpha"}, {"namespace": ["t1"], "name": "events"}])
     );
-    c.post(&tables("t1"), create_table_body("events"))
+    c.post(&tables_path("t1"), create_table_body("events"))
         .await
         .assert_error(409, "AlreadyExistsException");
 
     // Drop with purge: 204, the catalog entry goes, the files stay.
     let dropped = c
-        .delete(&format!("{}/events?purgeRequested=true", tables("t1")))
+        .delete(&format!("{}/events?purgeRequested=true", tables_path("t1")))
         .await;
     assert_eq!(dropped.status.as_u16(), 204);
     assert!(
         c.exists(metadata_location).await,
         "drop never deletes files"
     );
-    c.get(&format!("{}/events", tables("t1")))
+    c.get(&format!("{}/events", tables_path("t1")))
         .await
         .assert_error(404, "NoSuchTableException");
-    c.delete(&format!("{}/events", tables("t1")))
+    c.delete(&format!("{}/events", tables_path("t1")))
         .await
         .assert_error(404, "NoSuchTableException");
     // Re-creating the name gets a fresh table.
@@ -97,13 +93,13 @@ async fn create_load_head_list_drop() {
 async fn table_identifiers_are_validated() {
     let c = TestCatalog::new().await;
     c.create_namespace("ids").await;
-    c.post(&tables("ids"), create_table_body("a/b"))
+    c.post(&tables_path("ids"), create_table_body("a/b"))
         .await
         .assert_error(400, "BadRequestException");
-    c.post(&tables("ids"), create_table_body("a\u{1f}b"))
+    c.post(&tables_path("ids"), create_table_body("a\u{1f}b"))
         .await
         .assert_error(400, "BadRequestException");
-    c.post(&tables("ids"), create_table_body(""))
+    c.post(&tables_path("ids"), create_table_body(""))
         .await
         .assert_error(400, "BadRequestException");
     // A nested table identifier is 404 NoSuchTableException, not 400.
@@ -125,22 +121,22 @@ async fn format_version_3_is_refused() {
     c.create_namespace("fv").await;
     let mut body = create_table_body("v3");
     body["properties"] = json!({"format-version": "3"});
-    c.post(&tables("fv"), body)
+    c.post(&tables_path("fv"), body)
         .await
         .assert_error(400, "BadRequestException");
     let mut v1 = create_table_body("v1");
     v1["properties"] = json!({"format-version": "1"});
     assert_eq!(
-        c.post(&tables("fv"), v1).await.assert_ok(200)["metadata"]["format-version"],
+        c.post(&tables_path("fv"), v1).await.assert_ok(200)["metadata"]["format-version"],
         1
     );
     let upgrade = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 3}]});
-    c.post(&format!("{}/v1", tables("fv")), upgrade)
+    c.post(&format!("{}/v1", tables_path("fv")), upgrade)
         .await
         .assert_error(400, "BadRequestException");
     let to_v2 = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 2}]});
     assert_eq!(
-        c.post(&format!("{}/v1", tables("fv")), to_v2)
+        c.post(&format!("{}/v1", tables_path("fv")), to_v2)
             .await
             .assert_ok(200)["metadata"]["format-version"],
         2
@@ -154,17 +150,17 @@ async fn explicit_locations_must_stay_in_the_tables_storage() {
     let root = ns["properties"]["location"].as_str().unwrap().to_owned();
     let mut outside = create_table_body("out");
     outside["location"] = json!("file:///tmp/somewhere-else");
-    c.post(&tables("locs"), outside)
+    c.post(&tables_path("locs"), outside)
         .await
         .assert_error(400, "BadRequestException");
     let mut sneaky = create_table_body("sneaky");
     sneaky["location"] = json!(format!("{root}/../escape"));
-    c.post(&tables("locs"), sneaky)
+    c.post(&tables_path("locs"), sneaky)
         .await
         .assert_error(400, "BadRequestException");
     let mut inside = create_table_body("in");
     inside["location"] = json!(format!("{root}/custom/dir/"));
-    let created = c.post(&tables("locs"), inside).await;
+    let created = c.post(&tables_path("locs"), inside).await;
     assert_eq!(
         created.assert_ok(200)["metadata"]["location"],
         format!("{root}/custom/dir")
@@ -179,7 +175,7 @@ async fn storage_overrides_claim_their_own_prefix() {
     c.create_namespace("ov").await;
     let mut body = create_table_body("huge");
     body["properties"] = json!({"arraylake.bucket": "big"});
-    let created = c.post(&tables("ov"), body.clone()).await;
+    let created = c.post(&tables_path("ov"), body.clone()).await;
     let location = created.assert_ok(200)["metadata"]["location"]
         .as_str()
         .unwrap()
@@ -199,24 +195,24 @@ async fn storage_overrides_claim_their_own_prefix() {
     let mut staged = body.clone();
     staged["name"] = json!("staged");
     staged["stage-create"] = json!(true);
-    c.post(&tables("ov"), staged)
+    c.post(&tables_path("ov"), staged)
         .await
         .assert_error(400, "BadRequestException");
     let mut unknown = create_table_body("u");
     unknown["properties"] = json!({"arraylake.bucket": "nope"});
-    c.post(&tables("ov"), unknown)
+    c.post(&tables_path("ov"), unknown)
         .await
         .assert_error(400, "BadRequestException");
     let mut anonymous = create_table_body("a");
     anonymous["properties"] = json!({"arraylake.bucket": "anon"});
-    c.post(&tables("ov"), anonymous)
+    c.post(&tables_path("ov"), anonymous)
         .await
         .assert_error(400, "BadRequestException");
     let mut outside = body.clone();
     outside["name"] = json!("outside");
     outside["location"] =
         json!(c.get(&format!("/v1/{ORG}/namespaces/ov")).await.body["properties"]["location"]);
-    c.post(&tables("ov"), outside)
+    c.post(&tables_path("ov"), outside)
         .await
         .assert_error(400, "BadRequestException");
 }
@@ -227,10 +223,10 @@ async fn stage_create_persists_nothing_until_the_create_commit() {
     c.create_namespace("stage").await;
     let mut body = create_table_body("staged");
     body["stage-create"] = json!(true);
-    let staged = c.post(&tables("stage"), body).await;
+    let staged = c.post(&tables_path("stage"), body).await;
     let staged = staged.assert_ok(200).clone();
     assert!(staged["metadata-location"].is_null());
-    c.get(&format!("{}/staged", tables("stage")))
+    c.get(&format!("{}/staged", tables_path("stage")))
         .await
         .assert_error(404, "NoSuchTableException");
     let metadata = &staged["metadata"];
@@ -250,7 +246,7 @@ async fn stage_create_persists_nothing_until_the_create_commit() {
         ]
     });
     let committed = c
-        .post(&format!("{}/staged", tables("stage")), commit.clone())
+        .post(&format!("{}/staged", tables_path("stage")), commit.clone())
         .await;
     let body = committed.assert_ok(200);
     assert!(
@@ -261,11 +257,11 @@ async fn stage_create_persists_nothing_until_the_create_commit() {
     );
     assert_eq!(body["metadata"]["table-uuid"], metadata["table-uuid"]);
     assert_eq!(body["metadata"]["properties"]["owner"], "stage");
-    c.get(&format!("{}/staged", tables("stage")))
+    c.get(&format!("{}/staged", tables_path("stage")))
         .await
         .assert_ok(200);
     // A second create commit loses: the table exists now.
-    c.post(&format!("{}/staged", tables("stage")), commit)
+    c.post(&format!("{}/staged", tables_path("stage")), commit)
         .await
         .assert_error(409, "CommitFailedException");
 }
@@ -298,10 +294,10 @@ async fn rename_within_a_namespace_only() {
             .as_u16(),
         204
     );
-    c.get(&format!("{}/old", tables("rn")))
+    c.get(&format!("{}/old", tables_path("rn")))
         .await
         .assert_error(404, "NoSuchTableException");
-    let moved = c.get(&format!("{}/new", tables("rn"))).await;
+    let moved = c.get(&format!("{}/new", tables_path("rn"))).await;
     assert_eq!(
         moved.assert_ok(200)["metadata"]["table-uuid"],
         original["metadata"]["table-uuid"]
@@ -325,13 +321,13 @@ async fn metrics_views_and_credentials() {
     c.create_table("mm", "t").await;
     let report = json!({"report-type": "scan-report", "table-name": "mm.t", "snapshot-id": 1, "filter": true, "schema-id": 0, "projected-field-ids": [1], "projected-field-names": ["id"], "metrics": {}});
     assert_eq!(
-        c.post(&format!("{}/t/metrics", tables("mm")), report.clone())
+        c.post(&format!("{}/t/metrics", tables_path("mm")), report.clone())
             .await
             .status
             .as_u16(),
         204
     );
-    c.post(&format!("{}/nope/metrics", tables("mm")), report)
+    c.post(&format!("{}/nope/metrics", tables_path("mm")), report)
         .await
         .assert_error(404, "NoSuchTableException");
     let views = c.get(&format!("/v1/{ORG}/namespaces/mm/views")).await;
@@ -339,7 +335,7 @@ async fn metrics_views_and_credentials() {
     c.get(&format!("/v1/{ORG}/namespaces/nope/views"))
         .await
         .assert_error(404, "NoSuchNamespaceException");
-    let creds = c.get(&format!("{}/t/credentials", tables("mm"))).await;
+    let creds = c.get(&format!("{}/t/credentials", tables_path("mm"))).await;
     let vended = creds.assert_ok(200)["storage-credentials"]
         .as_array()
         .unwrap();
@@ -347,19 +343,20 @@ async fn metrics_views_and_credentials() {
         Backend::Local => assert!(vended.is_empty()),
         Backend::Aws => {
             let location =
-                c.get(&format!("{}/t", tables("mm"))).await.body["metadata"]["location"].clone();
+                c.get(&format!("{}/t", tables_path("mm"))).await.body["metadata"]["location"]
+                    .clone();
             assert_eq!(vended.len(), 1);
             assert_eq!(vended[0]["prefix"], location);
             assert!(vended[0]["config"]["s3.session-token"].is_string());
         }
     }
-    c.get(&format!("{}/nope/credentials", tables("mm")))
+    c.get(&format!("{}/nope/credentials", tables_path("mm")))
         .await
         .assert_error(404, "NoSuchTableException");
     let vended = c
         .request(
             Method::GET,
-            &format!("{}/t", tables("mm")),
+            &format!("{}/t", tables_path("mm")),
             Some(ADMIN_TOKEN),
             None,
         )
@@ -375,21 +372,21 @@ async fn table_operations_respect_org_roles() {
     let reader = c.read_token.clone();
     c.request(
         Method::GET,
-        &format!("{}/t", tables("roles")),
+        &format!("{}/t", tables_path("roles")),
         Some(&reader),
         None,
     )
     .await
     .assert_ok(200);
-    c.request(Method::GET, &tables("roles"), Some(&reader), None)
+    c.request(Method::GET, &tables_path("roles"), Some(&reader), None)
         .await
         .assert_ok(200);
-    c.post_as(&reader, &tables("roles"), create_table_body("x"))
+    c.post_as(&reader, &tables_path("roles"), create_table_body("x"))
         .await
         .assert_error(403, "ForbiddenException");
     c.request(
         Method::DELETE,
-        &format!("{}/t", tables("roles")),
+        &format!("{}/t", tables_path("roles")),
         Some(&reader),
         None,
     )
@@ -401,15 +398,19 @@ async fn table_operations_respect_org_roles() {
     let outsider = c.outsider_token.clone();
     c.request(
         Method::GET,
-        &format!("{}/t", tables("roles")),
+        &format!("{}/t", tables_path("roles")),
         Some(&outsider),
         None,
     )
     .await
     .assert_error(403, "ForbiddenException");
-    c.post_as(&c.write_token, &tables("roles"), create_table_body("w"))
-        .await
-        .assert_ok(200);
+    c.post_as(
+        &c.write_token,
+        &tables_path("roles"),
+        create_table_body("w"),
+    )
+    .await
+    .assert_ok(200);
 }
 
 #[tokio::test]
@@ -423,10 +424,10 @@ async fn snapshots_refs_mode_returns_only_referenced_snapshots() {
     c.append_snapshot(ADMIN_TOKEN, "snaps", "t", 2)
         .await
         .assert_ok(200);
-    let all: Value = c.get(&format!("{}/t", tables("snaps"))).await.body;
+    let all: Value = c.get(&format!("{}/t", tables_path("snaps"))).await.body;
     assert_eq!(all["metadata"]["snapshots"].as_array().unwrap().len(), 2);
     let refs: Value = c
-        .get(&format!("{}/t?snapshots=refs", tables("snaps")))
+        .get(&format!("{}/t?snapshots=refs", tables_path("snaps")))
         .await
         .body;
     let ids: Vec<i64> = refs["metadata"]["snapshots"]

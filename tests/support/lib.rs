@@ -572,6 +572,27 @@ impl TestCatalog {
     }
 }
 
+/// Path of a namespace's catalog routes, relative to `/iceberg`.
+pub fn ns_path(ns: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}")
+}
+
+/// Path of a namespace's tables.
+pub fn tables_path(ns: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}/tables")
+}
+
+/// Path of one table.
+pub fn table_path(ns: &str, table: &str) -> String {
+    format!("/v1/{ORG}/namespaces/{ns}/tables/{table}")
+}
+
+/// Whether a write batch is a commit's pointer swap: one put of a table row.
+pub fn is_table_swap(writes: &[floe::store::Write]) -> bool {
+    writes.len() == 1
+        && matches!(&writes[0], floe::store::Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"))
+}
+
 pub fn create_table_body(name: &str) -> Value {
     json!({
         "name": name,
