@@ -727,6 +727,16 @@ fn bucket_configurations() {
     .expect(7);
     assert!(refused.stderr.contains("not reachable"), "{refused:#?}");
     add(&["lake", "--bucket", "my-lake"]).expect(2);
+    // Static keys: the secret comes from FLOE_BUCKET_SECRET only, and is checked like a role.
+    let keys = ["buckets", "add", "demo", "keys", "--bucket", "my-lake"];
+    let keys = [&keys[..], &["--access-key-id", "AKIAFLOECLI"]].concat();
+    let unset = s.floe(cwd, Some(ADMIN), &keys).expect(2);
+    assert!(unset.stderr.contains("FLOE_BUCKET_SECRET"), "{unset:#?}");
+    let secret = "cli-secret-never-shown";
+    let env = [("FLOE_URL", s.url.as_str()), ("FLOE_BUCKET_SECRET", secret)];
+    let refused = run(cwd, &env, Some(ADMIN), &keys).expect(7);
+    assert!(refused.stderr.contains("not reachable"), "{refused:#?}");
+    assert!(!refused.stderr.contains(secret), "{refused:#?}");
 
     let listed = s.floe(cwd, Some(ADMIN), &["buckets", "list", "demo"]).ok();
     assert!(listed.stdout.starts_with("NICKNAME"), "{listed:#?}");

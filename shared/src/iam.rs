@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 
 use crate::objects::s3::{S3ObjectStore, S3Stores};
 use crate::routes::Group;
+use crate::secrets::KmsSealer;
 pub use crate::store::StoreUse;
 use crate::store::dynamodb::DynamoStore;
 use crate::vending::policy::{BUCKET_ACTIONS, READ_ACTIONS, WRITE_ACTIONS};
@@ -41,6 +42,15 @@ impl ObjectUse {
     ];
 }
 
+/// One use of the sealer of secrets kept in rows (`secrets::SecretSealer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SecretUse {
+    /// Sealing a secret (adding a bucket configuration with static keys).
+    Seal,
+    /// Opening one (using such a bucket configuration).
+    Open,
+}
+
 /// Something a function's code does that needs AWS permissions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Capability {
@@ -51,6 +61,8 @@ pub enum Capability {
     Objects(ObjectUse),
     /// Vending table-scoped credentials.
     Vend,
+    /// Sealing or opening the secret of a bucket configuration (KMS on AWS).
+    Secrets(SecretUse),
 }
 
 /// A deployed function: one per endpoint group, the management API, and the scheduled purge.
@@ -66,7 +78,7 @@ pub enum Function {
     Management,
 }
 
-use Capability::{Objects, Store, Vend};
+use Capability::{Objects, Secrets, Store, Vend};
 
 impl Function {
     pub const ALL: [Function; 7] = [
@@ -106,7 +118,9 @@ impl Function {
     /// What the function's code does. Every request authenticates (a token read) and resolves
     /// its org and the caller's access in it (org, membership and service-administrator reads,
     /// queries of the caller's teams and grants and of the org's public namespaces):
-    /// `Store(Get)` and `Store(Query)` everywhere.
+    /// `Store(Get)` and `Store(Query)` everywhere. Every function that uses a bucket
+    /// configuration opens its sealed secret when it has static keys (`Secrets(Open)`); only
+    /// adding one seals (`Secrets(Seal)`, management).
     pub fn uses(self) -> &'static [Capability] {
         match self {
             // getConfig: resolving the caller's access only.
@@ -125,6 +139,7 @@ impl Function {
                 Objects(ObjectUse::Put),
                 Objects(ObjectUse::List),
                 Objects(ObjectUse::Delete),
+                Secrets(SecretUse::Open),
             ],
             // List tables and views: queries. Create: a client-chosen directory is checked
             // against the directory claims (a get) and older tables (a query); the metadata v0
@@ -142,6 +157,7 @@ impl Function {
                 Objects(ObjectUse::List),
                 Objects(ObjectUse::Delete),
                 Vend,
+                Secrets(SecretUse::Open),
             ],
             // The current metadata get, the new metadata file put, the pointer swap put. The
             // create commit of a staged table places and inserts it as createTable does (a
@@ -152,9 +168,15 @@ impl Function {
                 Store(StoreUse::Put),
                 Objects(ObjectUse::Get),
                 Objects(ObjectUse::Put),
+                Secrets(SecretUse::Open),
             ],
             // Row reads and the access queries, then a vend.
-            Function::Credentials => &[Store(StoreUse::Get), Store(StoreUse::Query), Vend],
+            Function::Credentials => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Vend,
+                Secrets(SecretUse::Open),
+            ],
             // The index query for expired namespaces, row reads, the fence (and failure
             // records) on the namespace row, listing and deleting the namespace's objects, the
             // query of its directory claims, then deleting claims and row.
@@ -166,6 +188,7 @@ impl Function {
                 Store(StoreUse::Delete),
                 Objects(ObjectUse::List),
                 Objects(ObjectUse::Delete),
+                Secrets(SecretUse::Open),
             ],
             // Rows only: orgs (a conditional put), api clients (member, membership, token and
             // listing rows put; deleted together), members and team members (both sides put or
@@ -175,13 +198,16 @@ impl Function {
             // api clients, team members, grants and the caller's orgs and teams are queries.
             // It never vends, and a public namespace is checked against bucket configurations,
             // not buckets; adding a bucket configuration lists one key under its root with its
-            // credentials (the reachability check).
+            // credentials (the reachability check) and seals its static keys' secret; making a
+            // bucket the default opens it (the check that it can back Iceberg storage).
             Function::Management => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
                 Store(StoreUse::Delete),
                 Objects(ObjectUse::List),
+                Secrets(SecretUse::Seal),
+                Secrets(SecretUse::Open),
             ],
         }
     }
@@ -197,6 +223,7 @@ impl Function {
                     actions.extend(S3Stores::ROLE_ACTIONS);
                 }
                 Vend => actions.extend(StsVendor::AWS_ACTIONS),
+                Secrets(secret_use) => actions.extend(KmsSealer::aws_actions(secret_use)),
             }
         }
         actions

@@ -12,10 +12,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use floe::catalog::{Catalog, issue_service_admin};
 use floe::error::CatalogError;
-use floe::iam::{Capability, Function, ObjectUse, StoreUse};
+use floe::iam::{Capability, Function, ObjectUse, SecretUse, StoreUse};
 use floe::model::{BucketAuth, BucketRow, Principal};
+use floe::objects::local::{LocalObjectStore, file_url};
 use floe::objects::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
 use floe::purge::RECOVERY_PERIOD;
+use floe::secrets::{Sealed, SecretError, SecretSealer};
 use floe::store::observed::{ObservedStore, Observer};
 use floe::vending::{AccessLevel, CredentialVendor, Vended};
 use floe_tests::*;
@@ -49,6 +51,7 @@ impl Recorder {
 struct RecordingObjects {
     inner: Arc<dyn ObjectStores>,
     recorder: Arc<Recorder>,
+    stand_ins: Arc<tempfile::TempDir>,
 }
 
 #[async_trait]
@@ -57,11 +60,14 @@ impl ObjectStores for RecordingObjects {
         &self,
         bucket: &BucketRow,
     ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
-        // A bucket this test server cannot reach (S3 on the local backend) still records the
-        // use a request makes of it before failing, as the deployed function would.
+        // A bucket this test server has no client for (S3 on the local backend) is stood in
+        // for by a directory, so requests on it go on and record their uses as on AWS.
         let inner: Arc<dyn ObjectStore> = match self.inner.for_bucket(bucket).await {
             Ok(inner) => inner,
-            Err(e) => Arc::new(Unreachable(e.to_string())),
+            Err(_) => Arc::new(StandIn::new(
+                &bucket.root,
+                &self.stand_ins.path().join(&bucket.nickname),
+            )),
         };
         Ok(Arc::new(RecordingObjectStore {
             inner,
@@ -70,34 +76,49 @@ impl ObjectStores for RecordingObjects {
     }
 }
 
-/// Storage of a bucket configuration that this server has no client for.
-struct Unreachable(String);
+/// A directory standing in for a bucket: locations under the bucket's root map to files.
+struct StandIn {
+    root: String,
+    dir: String,
+    files: LocalObjectStore,
+}
 
-impl Unreachable {
-    fn error(&self, location: &str) -> ObjectError {
-        ObjectError::Io {
-            location: location.to_owned(),
-            reason: self.0.clone(),
+impl StandIn {
+    fn new(root: &str, dir: &std::path::Path) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        Self {
+            root: root.trim_end_matches('/').to_owned(),
+            dir: file_url(dir),
+            files: LocalObjectStore::new(dir.to_path_buf()),
         }
+    }
+
+    fn local(&self, location: &str) -> String {
+        location.replacen(&self.root, &self.dir, 1)
     }
 }
 
 #[async_trait]
-impl ObjectStore for Unreachable {
+impl ObjectStore for StandIn {
     async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
-        Err(self.error(location))
+        self.files.get(&self.local(location)).await
     }
 
-    async fn put_if_absent(&self, location: &str, _: Bytes) -> Result<(), ObjectError> {
-        Err(self.error(location))
+    async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError> {
+        self.files.put_if_absent(&self.local(location), bytes).await
     }
 
-    async fn list(&self, prefix: &str, _: usize) -> Result<Vec<String>, ObjectError> {
-        Err(self.error(prefix))
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+        let found = self.files.list(&self.local(prefix), limit).await?;
+        Ok(found
+            .iter()
+            .map(|f| f.replacen(&self.dir, &self.root, 1))
+            .collect())
     }
 
     async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
-        Err(self.error(locations.first().map_or("", String::as_str)))
+        let local: Vec<String> = locations.iter().map(|l| self.local(l)).collect();
+        self.files.delete(&local).await
     }
 }
 
@@ -150,6 +171,24 @@ impl CredentialVendor for RecordingVendor {
     }
 }
 
+struct RecordingSealer {
+    inner: Arc<dyn SecretSealer>,
+    recorder: Arc<Recorder>,
+}
+
+#[async_trait]
+impl SecretSealer for RecordingSealer {
+    async fn seal(&self, plaintext: &[u8]) -> Result<Sealed, SecretError> {
+        self.recorder.note(Capability::Secrets(SecretUse::Seal));
+        self.inner.seal(plaintext).await
+    }
+
+    async fn open(&self, sealed: &Sealed) -> Result<Vec<u8>, SecretError> {
+        self.recorder.note(Capability::Secrets(SecretUse::Open));
+        self.inner.open(sealed).await
+    }
+}
+
 /// One catalog instance per function on the same (recording) adapters, as deployed: each
 /// function has its own caches, so what one function wrote another reads from storage.
 struct Deployment {
@@ -170,7 +209,8 @@ impl Deployment {
                     shared.objects.clone(),
                     shared.vendor.clone(),
                     shared.clock.clone(),
-                );
+                )
+                .with_sealer(shared.shared_sealer().expect("test catalogs seal"));
                 (function, Arc::new(catalog))
             })
             .collect();
@@ -260,7 +300,13 @@ fn now_ms() -> u64 {
 #[tokio::test]
 async fn every_function_uses_exactly_what_it_declares() {
     let recorder = Arc::new(Recorder::default());
-    let (r1, r2, r3) = (recorder.clone(), recorder.clone(), recorder.clone());
+    let (r1, r2, r3, r4) = (
+        recorder.clone(),
+        recorder.clone(),
+        recorder.clone(),
+        recorder.clone(),
+    );
+    let stand_ins = Arc::new(tempfile::tempdir().unwrap());
     let c = TestCatalog::with_adapters(Wrap {
         store: Box::new(move |inner| {
             let observer: Observer = Arc::new(move |uses: &[StoreUse]| {
@@ -274,6 +320,7 @@ async fn every_function_uses_exactly_what_it_declares() {
             Arc::new(RecordingObjects {
                 inner,
                 recorder: r2,
+                stand_ins,
             })
         }),
         vendor: Box::new(move |inner| {
@@ -282,9 +329,19 @@ async fn every_function_uses_exactly_what_it_declares() {
                 recorder: r3,
             })
         }),
+        sealer: Box::new(move |inner| {
+            Arc::new(RecordingSealer {
+                inner,
+                recorder: r4,
+            })
+        }),
     })
     .await;
     c.add_bucket("own", BucketAuth::Server).await;
+    // The namespace the routes run in lives on a bucket with static keys: every function that
+    // uses it opens the sealed secret.
+    let vault = c.sealed_hmac("AKIAFLOEIAM", "iam-secret").await;
+    c.add_bucket("vault", vault).await;
     let d = &Deployment::new(&c, recorder.clone());
     let namespaces = format!("/v1/{ORG}/namespaces");
     let tables = format!("{namespaces}/ns/tables");
@@ -300,7 +357,7 @@ async fn every_function_uses_exactly_what_it_declares() {
         d,
         Method::POST,
         &namespaces,
-        Some(json!({"namespace": ["ns"]})),
+        Some(json!({"namespace": ["ns"], "properties": {"arraylake.bucket": "vault"}})),
     )
     .await
     .assert_ok(200);
@@ -339,7 +396,6 @@ async fn every_function_uses_exactly_what_it_declares() {
     )
     .await
     .assert_ok(200);
-    call(d, Method::DELETE, &format!("{namespaces}/gone"), None).await;
 
     // Management: orgs as a service administrator, the rest as the org's admin, around `ns`.
     let operator = issue_service_admin(&c.catalog, "operator").await.unwrap().1;
@@ -383,10 +439,11 @@ async fn every_function_uses_exactly_what_it_declares() {
     management(Method::GET, settings.clone(), None)
         .await
         .assert_ok(200);
-    // Public and back: the public index entry put, then deleted.
+    // Public and back: the public index entry put, then deleted (on the default bucket, which
+    // vends through a role as public namespaces need).
     for (visibility, description) in [("AUTHENTICATED_PUBLIC", "orders"), ("PRIVATE", "")] {
         let patch = json!({"visibility": visibility, "description": description});
-        management(Method::PATCH, settings.clone(), Some(patch))
+        management(Method::PATCH, format!("{org}/namespaces/gone"), Some(patch))
             .await
             .assert_ok(200);
     }
@@ -421,21 +478,22 @@ async fn every_function_uses_exactly_what_it_declares() {
     management(Method::GET, "/me".into(), None)
         .await
         .assert_ok(200);
-    // Bucket configurations: a role-backed one is checked by listing under its root (reachable
-    // only where S3 is: on moto), an anonymous one is not; both are listed, read, and removed.
+    // Bucket configurations: a role-backed one and one with static keys (sealed) are checked
+    // by listing under their root, an anonymous one is not; they are listed, read, removed.
     let reachable = format!("iam-{}", uuid::Uuid::new_v4().simple());
     if c.backend == Backend::Aws {
         moto::create_bucket(&reachable).await;
     }
     let role_bucket = json!({"nickname": "lake", "platform": "s3", "bucket": reachable,
         "auth": {"type": "customer_managed_role", "role_arn": VENDING_ROLE}});
-    let added = management(Method::POST, format!("{org}/buckets"), Some(role_bucket)).await;
-    match c.backend {
-        Backend::Aws => {
-            added.assert_ok(201);
-        }
-        Backend::Local => added.assert_error(400, "BadRequestException"),
-    }
+    management(Method::POST, format!("{org}/buckets"), Some(role_bucket))
+        .await
+        .assert_ok(201);
+    let keys_bucket = json!({"nickname": "keys", "platform": "s3", "bucket": reachable,
+        "auth": {"type": "hmac", "access_key_id": "AKIAFLOEIAM", "secret_access_key": "k"}});
+    management(Method::POST, format!("{org}/buckets"), Some(keys_bucket))
+        .await
+        .assert_ok(201);
     let anonymous = json!({"nickname": "open-data", "platform": "s3", "bucket": "open-data",
         "auth": {"type": "anonymous"}});
     management(Method::POST, format!("{org}/buckets"), Some(anonymous))
@@ -450,13 +508,18 @@ async fn every_function_uses_exactly_what_it_declares() {
     management(Method::DELETE, format!("{org}/buckets/open-data"), None)
         .await
         .assert_ok(204);
-    management(
-        Method::PUT,
-        format!("{org}/default-bucket"),
-        Some(json!({"nickname": "default"})),
-    )
-    .await
-    .assert_ok(204);
+    for nickname in ["vault", "default"] {
+        management(
+            Method::PUT,
+            format!("{org}/default-bucket"),
+            Some(json!({ "nickname": nickname })),
+        )
+        .await
+        .assert_ok(204);
+    }
+
+    // The re-created namespace goes again (it served as the public one above).
+    call(d, Method::DELETE, &format!("{namespaces}/gone"), None).await;
 
     // Tables: create (with credentials), a create on its own bucket whose location is refused
     // (its marker is removed), a staged create, load, exists, list, views, metrics, rename.

@@ -89,14 +89,29 @@ def test_config_advertises_exactly_the_route_table(floe):
     assert sorted(endpoints) == sorted(f"{r['method']} {r['path']}" for r in _route_table())
 
 
+def _actions(statement):
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else action
+
+
 def _allowed(statements):
     """Every action the statements allow (each must be an Allow)."""
     actions = set()
     for statement in statements:
         assert statement["Effect"] == "Allow", statement
-        action = statement["Action"]
-        actions.update([action] if isinstance(action, str) else action)
+        actions.update(_actions(statement))
     return actions
+
+
+def test_every_function_knows_the_secrets_key():
+    """Functions seal and open bucket secrets with the stack's KMS key (FLOE_SECRETS_KMS_KEY);
+    without it a DynamoDB deployment refuses bucket configurations with static keys."""
+    template = _template()
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["FLOE_SECRETS_KMS_KEY"] == "!GetAtt SecretsKey.Arn"
+    key = template["Resources"]["SecretsKey"]
+    assert key["Type"] == "AWS::KMS::Key" and key["DeletionPolicy"] == "Retain"
+    assert key["Properties"]["EnableKeyRotation"] is True
 
 
 def test_every_function_is_granted_exactly_the_actions_its_code_calls():
@@ -123,7 +138,15 @@ def test_every_function_is_granted_exactly_the_actions_its_code_calls():
                               f"never called {sorted(granted - set(actions))}")
         for statement in statements:
             if "sts:AssumeRole" in statement["Action"]:
-                assert statement["Resource"] == "!GetAtt VendingRole.Arn", f"{name}: {statement}"
+                # The vending role, and the customer-managed roles bucket configurations name.
+                assert statement["Resource"] == ["!GetAtt VendingRole.Arn", "!Ref CustomerRoleArnPattern"], \
+                    f"{name}: {statement}"
+            if any(action.startswith("kms:") for action in _actions(statement)):
+                # Only the secrets key, and only with Floe's encryption context.
+                assert statement["Resource"] == "!GetAtt SecretsKey.Arn", f"{name}: {statement}"
+                assert statement.get("Condition") == {
+                    "StringEquals": {"kms:EncryptionContext:purpose": "floe-bucket-secret"}
+                }, f"{name}: {statement}"
     assert not mismatches, "\n".join(mismatches)
 
 

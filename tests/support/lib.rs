@@ -76,6 +76,7 @@ pub struct Wrap {
     pub store: WrapFn<dyn MetaStore>,
     pub objects: WrapFn<dyn ObjectStores>,
     pub vendor: WrapFn<dyn CredentialVendor>,
+    pub sealer: WrapFn<dyn floe::secrets::SecretSealer>,
 }
 
 impl Default for Wrap {
@@ -84,6 +85,7 @@ impl Default for Wrap {
             store: Box::new(|store| store),
             objects: Box::new(|objects| objects),
             vendor: Box::new(|vendor| vendor),
+            sealer: Box::new(|sealer| sealer),
         }
     }
 }
@@ -329,7 +331,7 @@ impl TestCatalog {
                 (wrap.vendor)(parts.vendor),
                 Arc::new(clock),
             )
-            .with_sealer(sealer),
+            .with_sealer((wrap.sealer)(sealer)),
         ));
         let router = floe::http::full_router(catalog.clone());
         let sts = parts.sts;
@@ -345,6 +347,16 @@ impl TestCatalog {
             objects: parts.objects,
             buckets: std::sync::Mutex::new(vec![parts.bucket]),
             sts,
+        }
+    }
+
+    /// Static keys sealed as the catalog seals them (a bucket configuration's auth).
+    pub async fn sealed_hmac(&self, access_key_id: &str, secret: &str) -> BucketAuth {
+        let sealer = self.catalog.sealer().expect("test catalogs seal");
+        let sealed = sealer.seal(secret.as_bytes()).await.unwrap();
+        BucketAuth::SealedHmac {
+            access_key_id: access_key_id.into(),
+            sealed_secret: serde_json::to_value(sealed).unwrap(),
         }
     }
 

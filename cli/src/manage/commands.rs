@@ -372,6 +372,9 @@ fn grain(namespace: &str, table: Option<&str>) -> String {
     }
 }
 
+/// Where `floe buckets add --access-key-id` reads the secret of static keys.
+const BUCKET_SECRET_VARIABLE: &str = "FLOE_BUCKET_SECRET";
+
 async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
     match command {
         BucketsCommand::Add {
@@ -384,17 +387,34 @@ async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
             endpoint,
             path_style,
             role_arn,
+            access_key_id,
             anonymous,
         } => {
-            let auth = match (role_arn, anonymous) {
-                (Some(role_arn), false) => {
+            let auth = match (role_arn, access_key_id, anonymous) {
+                (Some(role_arn), None, false) => {
                     json!({"type": "customer_managed_role", "role_arn": role_arn})
                 }
-                (None, true) => json!({"type": "anonymous"}),
+                (None, Some(access_key_id), false) => {
+                    let secret = std::env::var(BUCKET_SECRET_VARIABLE)
+                        .ok()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| {
+                            Failure::new(
+                                2,
+                                format!(
+                                    "set {BUCKET_SECRET_VARIABLE} to the secret access key of {access_key_id}"
+                                ),
+                            )
+                        })?;
+                    json!({"type": "hmac", "access_key_id": access_key_id,
+                        "secret_access_key": secret})
+                }
+                (None, None, true) => json!({"type": "anonymous"}),
                 _ => {
                     return Err(Failure::new(
                         2,
-                        "name how Floe reaches the bucket: --role-arn ARN or --anonymous",
+                        "name how Floe reaches the bucket: --role-arn ARN, --access-key-id ID \
+                         (secret in FLOE_BUCKET_SECRET) or --anonymous",
                     ));
                 }
             };

@@ -287,8 +287,12 @@ pub enum BucketsCommand {
         #[arg(long)]
         path_style: bool,
         /// ARN of the customer-managed role Floe assumes to reach the bucket.
-        #[arg(long, conflicts_with = "anonymous")]
+        #[arg(long, conflicts_with_all = ["anonymous", "access_key_id"])]
         role_arn: Option<String>,
+        /// Access key id of static (HMAC) keys; the secret is read from FLOE_BUCKET_SECRET,
+        /// never from a flag, so it stays out of the process list and shell history.
+        #[arg(long, conflicts_with = "anonymous")]
+        access_key_id: Option<String>,
         /// A public bucket read without credentials (never Iceberg storage).
         #[arg(long)]
         anonymous: bool,

@@ -168,6 +168,11 @@ impl Catalog {
         self.sealer.as_deref()
     }
 
+    /// The sealer, shared (another catalog instance on the same deployment uses it too).
+    pub fn shared_sealer(&self) -> Option<Arc<dyn crate::secrets::SecretSealer>> {
+        self.sealer.clone()
+    }
+
     /// Resolves an org for a principal with the reference's ordering: an unknown org is 404
     /// before anything else, a disabled Iceberg feature is 403 NotAuthorizedException, and a
     /// principal who sees nothing in the org's catalog gets a blanket 403.

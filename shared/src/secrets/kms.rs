@@ -38,6 +38,16 @@ impl KmsSealer {
     pub fn key_id(&self) -> &str {
         &self.key_id
     }
+
+    /// The KMS actions a use of the sealer calls (`floe::iam`): sealing asks for a data key,
+    /// opening decrypts one. Both are made with [`ENCRYPTION_CONTEXT`], which the deployment's
+    /// policies require.
+    pub fn aws_actions(secret_use: crate::iam::SecretUse) -> [&'static str; 1] {
+        match secret_use {
+            crate::iam::SecretUse::Seal => ["kms:GenerateDataKey"],
+            crate::iam::SecretUse::Open => ["kms:Decrypt"],
+        }
+    }
 }
 
 /// The KMS error, as code and message: the SDK's errors never hold request payloads.
