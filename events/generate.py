@@ -4,7 +4,8 @@ root: python3 events/generate.py
 
 The events address org `demo` with the token `ema_events_example_token`, the namespace
 `events_ns` and the table `events_table`; the management events also expect the team
-`events_team`, the api client `events_client`, the bucket configuration `events_bucket`, and
+`events_team`, the api client `events_client`, the bucket configuration `events_bucket`, the
+dropped (recoverable) namespace `events_dropped`, and
 the token's principal to be a service
 administrator (creating and updating orgs). tests/lambda provisions exactly that before feeding
 each file through lambda_http's own decoding.
@@ -70,6 +71,11 @@ MANAGEMENT_ROUTES = [
      {"team": "events_team", "principal": USER}, {}, None),
     ("delete-team-member", "DELETE", "/orgs/{org}/teams/{team}/members/{principal}",
      {"team": "events_team", "principal": USER}, {}, None),
+    ("list-org-namespaces", "GET", "/orgs/{org}/namespaces", {}, {"deleted": "true"}, None),
+    ("delete-org-namespace", "DELETE", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_empty"},
+     {"immediate": "true"}, None),
+    ("restore-namespace", "POST", "/orgs/{org}/namespaces/{namespace}/restore", {"namespace": "events_dropped"},
+     {}, None),
     ("get-namespace-settings", "GET", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {}, None),
     ("update-namespace-settings", "PATCH", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {},
      {"description": "Events from API Gateway"}),

@@ -2,10 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use floe::bootstrap;
-use floe::clock::SystemClock;
+use floe::clock::{Clock, SystemClock};
 use floe::config::{Settings, StoreKind};
 use floe::model::OrgRole;
 use floe::store::dynamodb::DynamoStore;
@@ -18,6 +19,10 @@ pub struct ServeArgs {
     /// Log format: text or json.
     #[arg(long, env = "FLOE_LOG_FORMAT", default_value = "text")]
     log_format: String,
+    /// Seconds between purge runs beside the server (expired soft-deleted namespaces); an
+    /// immediate delete starts one at once.
+    #[arg(long, env = "FLOE_PURGE_INTERVAL_SECS", default_value_t = 300)]
+    purge_interval_secs: u64,
     #[command(flatten)]
     settings: Settings,
 }
@@ -33,6 +38,13 @@ pub enum AdminCommand {
     /// Create an api client in an org, or a service administrator, and print its token (shown
     /// once, stored hashed).
     CreateToken(CreateTokenArgs),
+    /// Run one purge pass on the store (immediate deletes first, then namespaces past their
+    /// recovery period) and print its report as JSON. The embedded store is locked by a running
+    /// `floe serve`, which purges by itself.
+    Purge {
+        #[command(flatten)]
+        settings: Settings,
+    },
 }
 
 #[derive(Args)]
@@ -95,6 +107,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
             path.display()
         );
     }
+    tokio::spawn(purge_beside_server(
+        catalog.clone(),
+        Duration::from_secs(args.purge_interval_secs.max(1)),
+    ));
     let app = floe::http::full_router(catalog);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
@@ -141,6 +157,65 @@ pub async fn admin(command: AdminCommand) -> Result<(), String> {
     match command {
         AdminCommand::Init { settings } => init(&settings).await,
         AdminCommand::CreateToken(args) => create_token(args).await,
+        AdminCommand::Purge { settings } => purge_once(&settings).await,
+    }
+}
+
+async fn purge_once(settings: &Settings) -> Result<(), String> {
+    let (catalog, _) = floe::deployment::open_catalog(settings)
+        .await
+        .map_err(|e| e.to_string())?;
+    let report = catalog
+        .purge_expired(
+            SystemClock.now_ms(),
+            floe::purge::RECOVERY_PERIOD,
+            floe::purge::NAMESPACES_PER_RUN,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "Purged {} namespace(s), {} object(s) deleted, {} failed",
+        report.purged.len(),
+        report.objects_deleted,
+        report.failed.len()
+    );
+    println!(
+        "{}",
+        serde_json::to_string(&report).map_err(|e| e.to_string())?
+    );
+    if report.failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("purge failed for {}", report.failed.join(", ")))
+    }
+}
+
+/// The purge beside the server: a run every `interval`, and one at once when an immediate
+/// delete asks (a request during a run starts another right after it).
+async fn purge_beside_server(catalog: std::sync::Arc<floe::catalog::Catalog>, interval: Duration) {
+    let wanted = catalog.purge_wanted();
+    loop {
+        match catalog
+            .purge_expired(
+                SystemClock.now_ms(),
+                floe::purge::RECOVERY_PERIOD,
+                floe::purge::NAMESPACES_PER_RUN,
+            )
+            .await
+        {
+            Ok(report) if report.purged.is_empty() && report.failed.is_empty() => {}
+            Ok(report) => tracing::info!(
+                purged = report.purged.len(),
+                failed = report.failed.len(),
+                objects_deleted = report.objects_deleted,
+                "purge run finished"
+            ),
+            Err(e) => tracing::error!(error = %e, "purge run could not list its candidates"),
+        }
+        tokio::select! {
+            _ = wanted.notified() => {}
+            _ = tokio::time::sleep(interval) => {}
+        }
     }
 }
 

@@ -227,6 +227,7 @@ mod tests {
             purge_attempts: 0,
             purge_last_error: None,
             purge_index_ms: None,
+            purge_requested_ms: None,
         }
     }
 

@@ -31,13 +31,16 @@ use serde::Serialize;
 
 use crate::catalog::Catalog;
 use crate::error::CatalogError;
-use crate::model::{BucketRow, NamespaceRow};
+use crate::model::{BucketRow, GrantRow, NamespaceRow};
 use crate::objects::{ObjectError, ObjectStore};
-use crate::store::rows::{self, NameClaimRow, NameHolder, keys};
+use crate::store::rows::{self, NameClaimRow, NameHolder, PurgeProgressRow, keys};
 use crate::store::{Condition, Key, StoreError, Write};
 
 /// How long a dropped namespace stays recoverable.
 pub const RECOVERY_PERIOD: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// Namespaces one purge run attempts at most: bounds a run's work (a Lambda run has 15 minutes).
+pub const NAMESPACES_PER_RUN: usize = 25;
 
 /// Directory claims removed per store write (a DynamoDB transaction holds at most 100 items).
 const CLAIMS_PER_WRITE: usize = 100;
@@ -110,8 +113,30 @@ fn index_ms(ns: &NamespaceRow) -> Option<u64> {
     ns.purge_index_ms.or(ns.deleted_ms)
 }
 
-fn index_key(ns: &NamespaceRow) -> Option<Key> {
+/// The purge index entry of a soft-deleted namespace (`None` for a live one).
+pub fn index_key(ns: &NamespaceRow) -> Option<Key> {
     index_ms(ns).map(|ms| keys::deleted_namespace(ms, &ns.org, &ns.name))
+}
+
+/// Where an immediate request puts a namespace in the purge index: before every namespace
+/// deleted in the ordinary way, so the next run takes it first.
+const IMMEDIATE_INDEX_MS: u64 = 0;
+
+/// Marks a soft-deleted namespace for purging now rather than after the recovery period.
+pub fn request_immediate(ns: &mut NamespaceRow, now_ms: u64) {
+    ns.purge_requested_ms = Some(now_ms);
+    ns.purge_index_ms = Some(IMMEDIATE_INDEX_MS);
+}
+
+/// When the purge will take a soft-deleted namespace: at the request of an immediate delete,
+/// after a failed attempt at its next attempt, else when its recovery period ends.
+pub fn due_ms(ns: &NamespaceRow, recovery: Duration) -> Option<u64> {
+    let recovery = recovery.as_millis() as u64;
+    match (ns.purge_index_ms, ns.purge_requested_ms) {
+        (Some(IMMEDIATE_INDEX_MS), Some(requested)) => Some(requested),
+        (Some(index), _) => Some(index.saturating_add(recovery)),
+        (None, _) => ns.deleted_ms.map(|d| d.saturating_add(recovery)),
+    }
 }
 
 /// The wait before the next attempt on a namespace that has failed `attempts` times.
@@ -222,8 +247,8 @@ impl Catalog {
                 }
             }
         };
-        empty_prefix(&*objects, &ns.row, deleted).await?;
-        self.remove_directory_claims(&ns.row).await?;
+        empty_prefix(self, &*objects, &ns.row, deleted).await?;
+        self.remove_namespace_leftovers(&ns.row).await?;
         if self.remove_namespace(&ns.row, version, &bucket).await? {
             Ok(Outcome::Purged)
         } else {
@@ -236,9 +261,14 @@ impl Catalog {
         }
     }
 
-    /// Removes the claims of the directories the namespace's tables ever had, a batch at a time.
-    /// The namespace is fenced and holds no tables, so no claim can appear meanwhile.
-    async fn remove_directory_claims(&self, ns: &NamespaceRow) -> Result<(), StoreError> {
+    /// Removes what the namespace's partition holds besides tables (it holds none): the
+    /// claims of the directories its tables ever had and its grants with their entries in the
+    /// grantees' partitions; a batch at a time. The namespace
+    /// is fenced or gone, so nothing new can appear meanwhile.
+    pub(crate) async fn remove_namespace_leftovers(
+        &self,
+        ns: &NamespaceRow,
+    ) -> Result<(), StoreError> {
         let pk = keys::namespace_partition(&ns.id);
         loop {
             let claims = self
@@ -246,7 +276,7 @@ impl Catalog {
                 .query(&pk, keys::DIRECTORY_PREFIX, None, CLAIMS_PER_WRITE)
                 .await?;
             if claims.is_empty() {
-                return Ok(());
+                break;
             }
             let deletes = claims
                 .into_iter()
@@ -257,6 +287,29 @@ impl Catalog {
                 .collect();
             self.store.write(deletes).await?;
         }
+        loop {
+            let grants = self
+                .store
+                .query(&pk, keys::GRANT_PREFIX, None, CLAIMS_PER_WRITE / 2)
+                .await?;
+            if grants.is_empty() {
+                break;
+            }
+            let mut deletes = Vec::with_capacity(grants.len() * 2);
+            for item in grants {
+                let grant: GrantRow = rows::decode(&item)?;
+                deletes.push(Write::Delete {
+                    key: keys::grantee(&ns.org, &grant.principal, &ns.id, grant.table.as_deref()),
+                    condition: Condition::Always,
+                });
+                deletes.push(Write::Delete {
+                    key: item.key,
+                    condition: Condition::Always,
+                });
+            }
+            self.store.write(deletes).await?;
+        }
+        Ok(())
     }
 
     /// Removes the row and its claims, unless the row moved past `version`. True when the
@@ -267,10 +320,16 @@ impl Catalog {
         version: u64,
         bucket: &BucketRow,
     ) -> Result<bool, StoreError> {
-        let mut writes = vec![Write::Delete {
-            key: keys::namespace(&ns.org, &ns.name),
-            condition: Condition::VersionIs(version),
-        }];
+        let mut writes = vec![
+            Write::Delete {
+                key: keys::namespace(&ns.org, &ns.name),
+                condition: Condition::VersionIs(version),
+            },
+            Write::Delete {
+                key: keys::purge_progress(&ns.id),
+                condition: Condition::Always,
+            },
+        ];
         let claim =
             rows::get::<NameClaimRow>(&*self.store, &keys::name_claim(&ns.org, &ns.name)).await?;
         if let Some(claim) =
@@ -335,8 +394,10 @@ impl Catalog {
     }
 }
 
-/// Deletes every object under the namespace's storage root, a batch at a time.
+/// Deletes every object under the namespace's storage root, a batch at a time, recording
+/// after each batch how many are gone (what `floe namespace delete --wait` shows).
 async fn empty_prefix(
+    catalog: &Catalog,
     objects: &dyn ObjectStore,
     ns: &NamespaceRow,
     deleted: &mut u64,
@@ -349,6 +410,18 @@ async fn empty_prefix(
         }
         objects.delete(&batch).await?;
         *deleted += batch.len() as u64;
+        let progress = PurgeProgressRow {
+            objects_deleted: *deleted,
+            updated_ms: catalog.clock.now_ms(),
+        };
+        catalog
+            .store
+            .write(vec![rows::put(
+                keys::purge_progress(&ns.id),
+                &progress,
+                Condition::Always,
+            )])
+            .await?;
     }
 }
 

@@ -518,8 +518,21 @@ async fn every_function_uses_exactly_what_it_declares() {
         .assert_ok(204);
     }
 
-    // The re-created namespace goes again (it served as the public one above).
+    // Lifecycle: dropped by an admin, listed as recoverable, restored; dropped again through
+    // the catalog, then made due for the purge now.
+    let gone = format!("{org}/namespaces/gone");
+    management(Method::DELETE, gone.clone(), None)
+        .await
+        .assert_ok(204);
+    let recoverable = management(Method::GET, format!("{org}/namespaces?deleted=true"), None).await;
+    assert_eq!(recoverable.assert_ok(200)["namespaces"][0]["name"], "gone");
+    management(Method::POST, format!("{gone}/restore"), None)
+        .await
+        .assert_ok(200);
     call(d, Method::DELETE, &format!("{namespaces}/gone"), None).await;
+    management(Method::DELETE, format!("{gone}?immediate=true"), None)
+        .await
+        .assert_ok(204);
 
     // Tables: create (with credentials), a create on its own bucket whose location is refused
     // (its marker is removed), a staged create, load, exists, list, views, metrics, rename.

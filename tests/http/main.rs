@@ -8,6 +8,7 @@ mod config;
 mod errors;
 mod iam;
 mod integrity;
+mod lifecycle;
 mod management;
 mod namespaces;
 mod oidc;

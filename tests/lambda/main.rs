@@ -23,7 +23,8 @@ fn events_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")
 }
 
-/// Org `demo` with `events_ns` (holding `events_table`) and an empty `events_empty`; for the
+/// Org `demo` with `events_ns` (holding `events_table`), an empty `events_empty` and a dropped
+/// `events_dropped`; for the
 /// management events also the team `events_team`, the api client `events_client`, and the
 /// token's principal a service administrator.
 async fn provisioned(dir: &Path) -> Arc<Catalog> {
@@ -78,6 +79,10 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
             "/iceberg/v1/demo/namespaces/events_ns/tables",
             json!({"name": "events_table", "schema": {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": true}]}}),
         ),
+        (
+            "/iceberg/v1/demo/namespaces",
+            json!({"namespace": ["events_dropped"]}),
+        ),
         ("/api/v1/orgs/demo/teams", json!({"name": "events_team"})),
     ] {
         let request = http::Request::post(path)
@@ -89,6 +94,12 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
             .unwrap();
         assert!(response.status().is_success(), "provisioning {path}");
     }
+    let drop = http::Request::delete("/iceberg/v1/demo/namespaces/events_dropped")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let dropped = tower::ServiceExt::oneshot(router, drop).await.unwrap();
+    assert_eq!(dropped.status(), 204, "provisioning events_dropped");
     catalog
 }
 
@@ -154,6 +165,7 @@ fn expected_status(file: &str) -> u16 {
         | "create-bucket.json" => 201,
         "delete-api-client.json"
         | "delete-bucket.json"
+        | "delete-org-namespace.json"
         | "set-default-bucket.json"
         | "put-member.json"
         | "put-team-member.json"

@@ -14,7 +14,7 @@ use super::{
 };
 
 /// A client and the output form chosen for one command.
-struct Session {
+pub(super) struct Session {
     client: Client,
     json: bool,
 }
@@ -27,7 +27,7 @@ impl Session {
         })
     }
 
-    async fn call(
+    pub(super) async fn call(
         &self,
         method: Method,
         segments: &[&str],
@@ -263,6 +263,66 @@ async fn teams(s: &Session, command: TeamsCommand) -> Result<(), Failure> {
 
 async fn namespace(s: &Session, command: NamespaceCommand) -> Result<(), Failure> {
     let answer = match command {
+        NamespaceCommand::List { org, deleted } => {
+            let query: &[(&str, &str)] = if deleted { &[("deleted", "true")] } else { &[] };
+            let answer = s
+                .call(Method::GET, &["orgs", &org, "namespaces"], query, None)
+                .await?;
+            return s.show(&answer, output::namespaces);
+        }
+        NamespaceCommand::Delete {
+            org,
+            namespace,
+            immediate,
+            retain_data,
+            wait,
+            timeout_secs,
+        } => {
+            let mut query = Vec::new();
+            if immediate {
+                query.push(("immediate", "true"));
+            }
+            if retain_data {
+                query.push(("retain_data", "true"));
+            }
+            s.call(
+                Method::DELETE,
+                &["orgs", &org, "namespaces", &namespace],
+                &query,
+                None,
+            )
+            .await?;
+            s.done(match (immediate, retain_data) {
+                (_, true) => format!(
+                    "Removed namespace {namespace}; its name is free and its data stays in place."
+                ),
+                (true, _) => format!("Deleted namespace {namespace}; the purge takes it now."),
+                _ => format!(
+                    "Deleted namespace {namespace}; `floe namespace restore {org} {namespace}` brings it back for seven days."
+                ),
+            });
+            if wait {
+                super::purge_wait::wait_for_purge(
+                    s,
+                    &org,
+                    &namespace,
+                    std::time::Duration::from_secs(timeout_secs),
+                )
+                .await?;
+            }
+            return Ok(());
+        }
+        NamespaceCommand::Restore { org, namespace } => {
+            let answer = s
+                .call(
+                    Method::POST,
+                    &["orgs", &org, "namespaces", &namespace, "restore"],
+                    &[],
+                    None,
+                )
+                .await?;
+            return s.show(&answer, output::namespace_status);
+        }
         NamespaceCommand::Show { org, namespace } => {
             s.call(
                 Method::GET,

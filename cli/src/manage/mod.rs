@@ -9,6 +9,7 @@
 mod client;
 mod commands;
 mod output;
+mod purge_wait;
 
 use std::process::ExitCode;
 
@@ -215,6 +216,33 @@ pub enum TeamsCommand {
 
 #[derive(Subcommand)]
 pub enum NamespaceCommand {
+    /// List the org's namespaces, or with --deleted the recoverable ones (org admins).
+    List {
+        org: String,
+        /// Soft-deleted namespaces: when each was dropped and when the purge takes it.
+        #[arg(long)]
+        deleted: bool,
+    },
+    /// Delete a namespace (org admins): recoverable for seven days unless --immediate, or
+    /// removed at once with its data left in place (--retain-data).
+    Delete {
+        org: String,
+        namespace: String,
+        /// Purge it now instead of after the recovery period.
+        #[arg(long, conflicts_with = "retain_data")]
+        immediate: bool,
+        /// Free its name and storage prefix at once, deleting no object.
+        #[arg(long)]
+        retain_data: bool,
+        /// With --immediate: wait until the purge has removed it, showing the objects deleted.
+        #[arg(long, requires = "immediate")]
+        wait: bool,
+        /// With --wait: give up after this many seconds (exit code 8).
+        #[arg(long, default_value_t = 3600, requires = "wait")]
+        timeout_secs: u64,
+    },
+    /// Restore a soft-deleted namespace with its tables and grants (org admins).
+    Restore { org: String, namespace: String },
     /// Show a namespace's settings.
     Show { org: String, namespace: String },
     /// Change a namespace's settings (visibility needs manage, the rest write).

@@ -281,3 +281,58 @@ mod tests {
         assert!(rendered.ends_with("ORG   ROLE   TEAMS\ndemo  write  data,ops"));
     }
 }
+
+/// A time in epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`, empty when absent.
+fn time(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_i64)
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default()
+}
+
+/// The org's namespaces with their lifecycle state, one per line.
+pub fn namespaces(answer: &Value) -> String {
+    let rows: Vec<Vec<String>> = items(answer, "namespaces")
+        .iter()
+        .map(|ns| {
+            vec![
+                text(ns, "name"),
+                text(ns, "state"),
+                text(ns, "bucket"),
+                time(ns, "deleted_ms"),
+                time(ns, "purge_at_ms"),
+            ]
+        })
+        .collect();
+    table(
+        &["NAME", "STATE", "BUCKET", "DELETED (UTC)", "PURGE (UTC)"],
+        &rows,
+    )
+}
+
+/// One namespace's lifecycle state.
+pub fn namespace_status(ns: &Value) -> String {
+    fields(&[
+        ("name", text(ns, "name")),
+        ("state", text(ns, "state")),
+        ("bucket", text(ns, "bucket")),
+        ("location", text(ns, "location")),
+        ("visibility", text(ns, "visibility")),
+    ])
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn epoch_milliseconds_print_as_utc() {
+        let at = |ms: u64| time(&serde_json::json!({ "t": ms }), "t");
+        assert_eq!(at(0), "1970-01-01 00:00:00");
+        assert_eq!(at(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(at(1_796_083_199_000), "2026-11-30 23:59:59");
+        assert_eq!(time(&serde_json::json!({}), "t"), "");
+    }
+}

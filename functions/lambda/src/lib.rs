@@ -39,8 +39,7 @@ pub async fn serve_management() -> Result<(), lambda_http::Error> {
     lambda_http::run(floe::http::management_router(catalog)).await
 }
 
-/// Namespaces the purge handles per invocation, so one run stays well inside the timeout.
-pub const PURGE_NAMESPACES_PER_RUN: usize = 25;
+pub use floe::purge::NAMESPACES_PER_RUN as PURGE_NAMESPACES_PER_RUN;
 
 /// The scheduled purge: one bounded run; a run cut short is finished by the next.
 pub async fn purge(

@@ -9,6 +9,7 @@ mod buckets;
 mod commit;
 mod config;
 mod grants;
+mod lifecycle;
 pub mod metadata;
 pub mod names;
 mod namespaces;
@@ -28,6 +29,7 @@ pub use admin::{
 pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use grants::{GrantView, canonical_principal};
+pub use lifecycle::{DeleteOptions, NamespaceStatus};
 pub use tables::TableRequestOptions;
 
 use crate::authz::{Access, access_denied};
@@ -64,6 +66,9 @@ pub struct Catalog {
     commit_retry: CommitRetry,
     /// Seals secrets kept in rows (bucket HMAC keys); `None`: this deployment cannot seal.
     sealer: Option<Arc<dyn crate::secrets::SecretSealer>>,
+    /// Signalled when an admin asks for a purge now (an immediate delete): a purger running
+    /// beside the server (`floe serve`) wakes on it.
+    purge_wanted: Arc<tokio::sync::Notify>,
 }
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
@@ -98,6 +103,7 @@ impl Catalog {
             buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             commit_retry: CommitRetry::default(),
             sealer: None,
+            purge_wanted: Arc::default(),
             clock,
         }
     }
@@ -166,6 +172,11 @@ impl Catalog {
     /// (`secrets::required` turns that into the error that says how to configure one).
     pub fn sealer(&self) -> Option<&dyn crate::secrets::SecretSealer> {
         self.sealer.as_deref()
+    }
+
+    /// What an immediate delete signals; a purger beside the server waits on it.
+    pub fn purge_wanted(&self) -> Arc<tokio::sync::Notify> {
+        self.purge_wanted.clone()
     }
 
     /// The sealer, shared (another catalog instance on the same deployment uses it too).

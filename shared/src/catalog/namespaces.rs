@@ -128,6 +128,7 @@ impl Catalog {
             purge_attempts: 0,
             purge_last_error: None,
             purge_index_ms: None,
+            purge_requested_ms: None,
         };
         let claim = NameClaimRow {
             name: name.clone(),
@@ -205,6 +206,7 @@ impl Catalog {
         row.purge_attempts = 0;
         row.purge_last_error = None;
         row.purge_index_ms = None;
+        row.purge_requested_ms = None;
         row.properties = properties;
         // A namespace created again starts private, like any new one.
         row.visibility = Visibility::Private;
@@ -247,9 +249,22 @@ impl Catalog {
     }
 
     pub async fn drop_namespace(&self, ctx: &OrgContext, name: &str) -> Result<()> {
+        self.soft_delete(ctx, name, Action::Write, false).await
+    }
+
+    /// Soft-deletes a live namespace without tables, for a caller allowed `action` on it. An
+    /// `immediate` delete is due for the purge at once, ahead of every namespace waiting out
+    /// its recovery period.
+    pub(super) async fn soft_delete(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+        action: Action,
+        immediate: bool,
+    ) -> Result<()> {
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.live_namespace(ctx, name).await?;
-            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+            authorize(&ctx.access, Resource::Namespace(&ns.row), action)?;
             if ns.row.table_count > 0 {
                 return Err(CatalogError::NamespaceNotEmpty(format!(
                     "Namespace is not empty: {name} contains {} table(s)",
@@ -259,17 +274,23 @@ impl Catalog {
             let mut row = ns.row.clone();
             let deleted_ms = self.clock.now_ms();
             row.deleted_ms = Some(deleted_ms);
+            if immediate {
+                crate::purge::request_immediate(&mut row, deleted_ms);
+            }
             let key = keys::namespace(&ctx.org.name, name);
             // The sparse index is how the purge finds expired namespaces without a scan.
-            let index = keys::deleted_namespace(deleted_ms, &ctx.org.name, name);
-            let write = rows::put_indexed(key, &row, Condition::VersionIs(ns.version), Some(index));
+            let index = crate::purge::index_key(&row);
+            let write = rows::put_indexed(key, &row, Condition::VersionIs(ns.version), index);
             // A dropped namespace is no longer discoverable, public or not.
             let unlist = Write::Delete {
                 key: keys::public_namespace(&ctx.org.name, name),
                 condition: Condition::Always,
             };
             match self.store.write(vec![write, unlist]).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.namespaces.clear();
+                    return Ok(());
+                }
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
@@ -384,12 +405,12 @@ fn default_location(properties: &mut BTreeMap<String, String>, root: &str) -> Re
     }
 }
 
-fn already_exists(name: &str) -> CatalogError {
+pub(super) fn already_exists(name: &str) -> CatalogError {
     CatalogError::AlreadyExists(format!("Namespace already exists: {name}"))
 }
 
 /// A soft-deleted namespace the purge has started to empty: no restore can win against it.
-fn being_purged(name: &str) -> CatalogError {
+pub(super) fn being_purged(name: &str) -> CatalogError {
     CatalogError::AlreadyExists(format!(
         "Namespace {name} is being purged and can no longer be restored; create it again once the purge has finished"
     ))

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::extract::{Authenticated, JsonBody, Params, QueryMap};
 use crate::authz::Action;
-use crate::catalog::{BucketRequest, NamespacePatch, OrgContext, display_principal};
+use crate::catalog::{BucketRequest, DeleteOptions, NamespacePatch, OrgContext, display_principal};
 use crate::error::CatalogError;
 use crate::model::OrgRole;
 
@@ -44,8 +44,11 @@ pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
     route("GET", "/orgs/{org}/teams/{team}"),
     route("PUT", "/orgs/{org}/teams/{team}/members/{principal}"),
     route("DELETE", "/orgs/{org}/teams/{team}/members/{principal}"),
+    route("GET", "/orgs/{org}/namespaces"),
     route("GET", "/orgs/{org}/namespaces/{namespace}"),
     route("PATCH", "/orgs/{org}/namespaces/{namespace}"),
+    route("DELETE", "/orgs/{org}/namespaces/{namespace}"),
+    route("POST", "/orgs/{org}/namespaces/{namespace}/restore"),
     route("GET", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("PUT", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("DELETE", "/orgs/{org}/namespaces/{namespace}/grants"),
@@ -83,8 +86,11 @@ fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
         ("GET", "/orgs/{org}/teams/{team}") => get(get_team),
         ("PUT", "/orgs/{org}/teams/{team}/members/{principal}") => put(put_team_member),
         ("DELETE", "/orgs/{org}/teams/{team}/members/{principal}") => delete(delete_team_member),
+        ("GET", "/orgs/{org}/namespaces") => get(list_namespaces),
         ("GET", "/orgs/{org}/namespaces/{namespace}") => get(get_namespace),
         ("PATCH", "/orgs/{org}/namespaces/{namespace}") => patch(patch_namespace),
+        ("DELETE", "/orgs/{org}/namespaces/{namespace}") => delete(delete_namespace),
+        ("POST", "/orgs/{org}/namespaces/{namespace}/restore") => post(restore_namespace),
         ("GET", "/orgs/{org}/namespaces/{namespace}/grants") => get(list_grants),
         ("PUT", "/orgs/{org}/namespaces/{namespace}/grants") => put(put_grant),
         ("DELETE", "/orgs/{org}/namespaces/{namespace}/grants") => delete(delete_grant),
@@ -285,6 +291,35 @@ async fn put_team_member(State(s): State<AppState>, InOrg(ctx): InOrg, path: Pat
 
 async fn delete_team_member(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     set_team_member(s, ctx, path, false).await
+}
+
+async fn list_namespaces(State(s): State<AppState>, InOrg(ctx): InOrg, query: QueryMap) -> Answer {
+    let deleted = query.flag("deleted")?;
+    ok(serde_json::json!({
+        "namespaces": s.catalog.namespace_statuses(&ctx, deleted).await?
+    }))
+}
+
+async fn delete_namespace(
+    State(s): State<AppState>,
+    InOrg(ctx): InOrg,
+    path: PathMap,
+    query: QueryMap,
+) -> Answer {
+    let options = DeleteOptions {
+        immediate: query.flag("immediate")?,
+        retain_data: query.flag("retain_data")?,
+    };
+    s.catalog
+        .delete_namespace(&ctx, param(&path, "namespace")?, options)
+        .await?;
+    no_content()
+}
+
+async fn restore_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
+    ok(s.catalog
+        .restore_namespace(&ctx, param(&path, "namespace")?)
+        .await?)
 }
 
 async fn get_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {

@@ -63,6 +63,10 @@ pub struct NamespaceRow {
     /// attempt it is moved behind the namespaces due, by a backoff (see `purge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purge_index_ms: Option<u64>,
+    /// When an admin asked for the namespace to be purged now (`immediate=true`) instead of
+    /// after the recovery period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_requested_ms: Option<u64>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -85,6 +85,14 @@ pub struct ServiceAdminRow {
     pub created_ms: u64,
 }
 
+/// How far the purge of a namespace has got: written after every deleted batch so that an
+/// admin waiting on an immediate delete sees objects go; removed with the namespace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PurgeProgressRow {
+    pub objects_deleted: u64,
+    pub updated_ms: u64,
+}
+
 /// Key builders: the one place that knows the key layout.
 pub mod keys {
     use super::Key;
@@ -120,6 +128,10 @@ pub mod keys {
         Key::new(format!("NS#{namespace_id}"), format!("DIR#{segment}"))
     }
     pub const DIRECTORY_PREFIX: &str = "DIR#";
+    /// The purge's progress on a namespace (one row, in the namespace's partition).
+    pub fn purge_progress(namespace_id: &str) -> Key {
+        Key::new(namespace_partition(namespace_id), "PURGE_PROGRESS")
+    }
     pub fn namespace_partition(namespace_id: &str) -> String {
         format!("NS#{namespace_id}")
     }
