@@ -20,7 +20,8 @@ pub struct ServeArgs {
     #[arg(long, env = "FLOE_LOG_FORMAT", default_value = "text")]
     log_format: String,
     /// Seconds between purge runs beside the server (expired soft-deleted namespaces); an
-    /// immediate delete starts one at once.
+    /// immediate delete starts one at once. 0 runs no purge here (run `floe admin purge` from
+    /// a scheduler instead).
     #[arg(long, env = "FLOE_PURGE_INTERVAL_SECS", default_value_t = 300)]
     purge_interval_secs: u64,
     #[command(flatten)]
@@ -107,10 +108,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
             path.display()
         );
     }
-    tokio::spawn(purge_beside_server(
-        catalog.clone(),
-        Duration::from_secs(args.purge_interval_secs.max(1)),
-    ));
+    if args.purge_interval_secs > 0 {
+        tokio::spawn(purge_beside_server(
+            catalog.clone(),
+            Duration::from_secs(args.purge_interval_secs),
+        ));
+    }
     let app = floe::http::full_router(catalog);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await

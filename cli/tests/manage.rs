@@ -24,9 +24,15 @@ struct Server {
 
 impl Server {
     fn start(data_dir: &Path) -> Server {
+        Server::start_with(data_dir, &[])
+    }
+
+    /// A server with extra settings (`FLOE_...` variables).
+    fn start_with(data_dir: &Path, env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(FLOE)
             .arg("serve")
             .env_clear()
+            .envs(env.iter().copied())
             .env("FLOE_ADDR", "127.0.0.1:0")
             .env("FLOE_DATA_DIR", data_dir)
             .env("FLOE_DEV_ORG", "demo")
@@ -765,4 +771,160 @@ fn bucket_configurations() {
     .ok();
     s.floe(cwd, Some(ADMIN), &["buckets", "show", "demo", "open-data"])
         .expect(5);
+}
+
+/// Objects under a namespace's `file://` location.
+fn files_under(location: &str) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new(location.trim_start_matches("file://")), &mut out);
+    out
+}
+
+#[test]
+fn namespace_lifecycle_and_purges() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let namespace_location = |s: &Server, name: &str| {
+        s.floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "show", "demo", name, "--json"],
+        )
+        .json()["location"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // No purge beside this server: `floe admin purge` does it once the server is stopped.
+    let s = Server::start_with(data.path(), &[("FLOE_PURGE_INTERVAL_SECS", "0")]);
+    for name in ["sales", "staging", "scratch"] {
+        assert_eq!(
+            s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": [name]})),
+            200
+        );
+    }
+    let sales = namespace_location(&s, "sales");
+    let scratch = namespace_location(&s, "scratch");
+    let deleted = s
+        .floe(cwd, Some(ADMIN), &["namespace", "delete", "demo", "sales"])
+        .ok();
+    assert!(
+        deleted.stdout.contains("floe namespace restore demo sales"),
+        "{deleted:#?}"
+    );
+    let listed = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "list", "demo", "--deleted"],
+        )
+        .ok();
+    assert!(listed.stdout.starts_with("NAME"), "{listed:#?}");
+    assert!(listed.stdout.contains("sales") && listed.stdout.contains("deleted"));
+    assert!(!listed.stdout.contains("staging"));
+    let restored = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "restore", "demo", "sales", "--json"],
+        )
+        .json();
+    assert_eq!(restored["state"], "live");
+    s.floe(cwd, Some(ADMIN), &["namespace", "restore", "demo", "sales"])
+        .expect(6);
+    // Data kept: the name is free at once, the files stay.
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["namespace", "delete", "demo", "scratch", "--retain-data"],
+    )
+    .ok();
+    assert!(!files_under(&scratch).is_empty());
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["scratch"]})),
+        200
+    );
+    // Purged now, but nothing purges beside this server.
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["namespace", "delete", "demo", "sales", "--immediate"],
+    )
+    .ok();
+    let listed = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "list", "demo", "--deleted", "--json"],
+        )
+        .json();
+    assert_eq!(listed["namespaces"][0]["immediate"], true, "{listed}");
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["namespace", "delete", "demo", "sales", "--wait"],
+    )
+    .expect(2);
+    drop(s);
+
+    let env = [
+        ("FLOE_DATA_DIR", data.path().to_str().unwrap()),
+        ("FLOE_DEV_ORG", "demo"),
+    ];
+    let purged = run(cwd, &env, None, &["admin", "purge"]).ok();
+    let report: Value = serde_json::from_str(&purged.stdout).unwrap();
+    assert_eq!(report["purged"], json!(["demo/sales"]), "{purged:#?}");
+    assert!(files_under(&sales).is_empty());
+    assert!(!files_under(&scratch).is_empty());
+
+    // With the purge beside the server, --wait follows an immediate delete to its end.
+    let s = Server::start(data.path());
+    let listed = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "list", "demo", "--deleted", "--json"],
+        )
+        .json();
+    assert_eq!(listed["namespaces"], json!([]));
+    let staging = namespace_location(&s, "staging");
+    let waited = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "namespace",
+                "delete",
+                "demo",
+                "staging",
+                "--immediate",
+                "--wait",
+            ],
+        )
+        .ok();
+    // Not a terminal: plain lines, the last one saying it is done.
+    assert!(
+        waited
+            .stderr
+            .trim_end()
+            .ends_with("Purged namespace staging."),
+        "{waited:#?}"
+    );
+    assert!(!waited.stderr.contains('\r'));
+    assert!(files_under(&staging).is_empty());
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["staging"]})),
+        200
+    );
 }
