@@ -748,32 +748,11 @@ async fn public_namespaces_need_role_vended_storage() {
     assert!(refused.to_string().contains("table 'over'"), "{refused}");
 }
 
-/// A writer that collects log lines for a test.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Every denial is one structured audit event naming principal, org, resource and action,
 /// and never the token.
 #[tokio::test(flavor = "current_thread")]
 async fn every_denial_is_one_audit_event_without_secrets() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::INFO)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = CapturedLog::start();
     let c = TestCatalog::new().await;
     c.create_namespace("au").await;
     c.create_table("au", "t").await;
@@ -784,7 +763,7 @@ async fn every_denial_is_one_audit_event_without_secrets() {
         .await
         .assert_error(403, "ForbiddenException");
     let reader = c.catalog.authenticate(&c.read_token).await.unwrap();
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     assert!(!text.contains(&c.read_token), "a token reached the log");
     let denials: Vec<Value> = text
         .lines()

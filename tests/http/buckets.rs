@@ -238,10 +238,12 @@ async fn role_backed_buckets_are_checked_used_and_protected_while_in_use() {
     );
 }
 
-/// Static keys: the secret is sealed in the row, never answered, and opened only to reach the
-/// bucket (a namespace on it works). Reachable only where S3 is (moto).
-#[tokio::test]
+/// Static keys: the secret is sealed in the row, never answered nor logged (also when a bucket
+/// is refused), and opened only to reach the bucket (a namespace on it works). Reachable only
+/// where S3 is (moto).
+#[tokio::test(flavor = "current_thread")]
 async fn hmac_secrets_are_sealed_at_rest_and_never_answered() {
+    let (log, _guard) = CapturedLog::start();
     let c = TestCatalog::new().await;
     if c.backend == Backend::Local {
         return;
@@ -249,6 +251,13 @@ async fn hmac_secrets_are_sealed_at_rest_and_never_answered() {
     let name = format!("keys-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     moto::create_bucket(&name).await;
     const SECRET: &str = "wJalrXUtnFEMI-floe-test-secret";
+    let unreachable = json!({"nickname": "nowhere", "platform": "s3", "bucket": "floe-no-such-bucket",
+        "auth": {"type": "hmac", "access_key_id": "AKIAFLOETEST", "secret_access_key": SECRET}});
+    let refused = c
+        .management(Method::POST, &buckets(), ADMIN_TOKEN, Some(unreachable))
+        .await;
+    refused.assert_error(400, "BadRequestException");
+    assert!(!refused.body.to_string().contains(SECRET));
     let body = json!({"nickname": "keyed", "platform": "s3", "bucket": name,
         "auth": {"type": "hmac", "access_key_id": "AKIAFLOETEST", "secret_access_key": SECRET}});
     let added = c
@@ -291,4 +300,10 @@ async fn hmac_secrets_are_sealed_at_rest_and_never_answered() {
     )
     .await
     .assert_ok(200);
+    let logged = log.text();
+    assert!(
+        logged.contains("bucket configuration added"),
+        "the log is captured"
+    );
+    assert!(!logged.contains(SECRET), "a secret reached the log");
 }
