@@ -928,3 +928,129 @@ fn namespace_lifecycle_and_purges() {
         200
     );
 }
+
+/// Creates a bucket on the S3 service at `endpoint` (moto accepts unsigned requests).
+fn create_s3_bucket(endpoint: &str, name: &str) {
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "PUT /{name} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+/// Bucket configurations that Floe can reach, end to end: `floe serve` talking to S3 (moto),
+/// a role-backed bucket (with its generated external id) and one with static keys (whose
+/// secret the CLI takes from FLOE_BUCKET_SECRET and never prints), the org's default moved to
+/// it and a namespace created there, removal refused while in use. Runs where the test script
+/// provides moto (FLOE_MOTO_ENDPOINT).
+#[test]
+fn reachable_bucket_configurations_on_s3() {
+    let Ok(moto) = std::env::var("FLOE_MOTO_ENDPOINT") else {
+        eprintln!("FLOE_MOTO_ENDPOINT is not set: skipped (scripts/test sets it)");
+        return;
+    };
+    let bucket = format!("cli-{}", std::process::id());
+    create_s3_bucket(&moto, &bucket);
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start_with(
+        data.path(),
+        &[
+            ("FLOE_S3_ENDPOINT", &moto),
+            ("AWS_ENDPOINT_URL", &moto),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+            (
+                "FLOE_VENDING_ROLE_ARN",
+                "arn:aws:iam::123456789012:role/floe-vending",
+            ),
+        ],
+    );
+    let added = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "buckets",
+                "add",
+                "demo",
+                "lake",
+                "--bucket",
+                &bucket,
+                "--prefix",
+                "iceberg",
+                "--role-arn",
+                "arn:aws:iam::123456789012:role/floe-access-lake",
+                "--json",
+            ],
+        )
+        .json();
+    let external_id = added["auth"]["external_id"].as_str().unwrap().to_owned();
+    assert!(external_id.starts_with("floe-"), "{added}");
+    let shown = s
+        .floe(cwd, Some(ADMIN), &["buckets", "show", "demo", "lake"])
+        .ok();
+    assert!(shown.stdout.contains(&external_id), "{shown:#?}");
+
+    let secret = "cli-secret-kept-sealed";
+    let env = [("FLOE_URL", s.url.as_str()), ("FLOE_BUCKET_SECRET", secret)];
+    let keys = [
+        "buckets",
+        "add",
+        "demo",
+        "keys",
+        "--bucket",
+        &bucket,
+        "--access-key-id",
+        "AKIAFLOECLI",
+    ];
+    let added = run(cwd, &env, Some(ADMIN), &keys).ok();
+    assert!(added.stdout.contains("AKIAFLOECLI"), "{added:#?}");
+    let listed = s
+        .floe(cwd, Some(ADMIN), &["buckets", "list", "demo", "--json"])
+        .ok();
+    assert!(listed.stdout.contains("keys") && !listed.stdout.contains(secret));
+
+    s.floe(cwd, Some(ADMIN), &["buckets", "default", "demo", "lake"])
+        .ok();
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["on_lake"]})),
+        200
+    );
+    let location = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["namespace", "show", "demo", "on_lake", "--json"],
+        )
+        .json()["location"]
+        .clone();
+    assert!(
+        location
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("s3://{bucket}/iceberg/")),
+        "{location}"
+    );
+    // In use: the default, and a namespace's bucket.
+    s.floe(cwd, Some(ADMIN), &["buckets", "remove", "demo", "lake"])
+        .expect(6);
+    let stored = std::fs::read(data.path().join("catalog").join("catalog.redb")).unwrap();
+    assert!(
+        stored.windows(11).any(|w| w == b"AKIAFLOECLI"),
+        "the store is read"
+    );
+    assert!(
+        !stored.windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "the secret is in the store in plain text"
+    );
+    s.floe(cwd, Some(ADMIN), &["buckets", "remove", "demo", "keys"])
+        .ok();
+}
