@@ -430,11 +430,30 @@ async fn snapshots_refs_mode_returns_only_referenced_snapshots() {
         .get(&format!("{}/t?snapshots=refs", tables_path("snaps")))
         .await
         .body;
-    let ids: Vec<i64> = refs["metadata"]["snapshots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["snapshot-id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(ids, vec![2]);
+    let ids = |answer: &Value| -> Vec<i64> {
+        answer["metadata"]["snapshots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["snapshot-id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(&refs), vec![2]);
+    // Only `snapshots` is trimmed; the rest of the document is the stored one.
+    let mut trimmed = all["metadata"].clone();
+    trimmed["snapshots"] = refs["metadata"]["snapshots"].clone();
+    assert_eq!(refs["metadata"], trimmed);
+    assert_eq!(
+        refs["metadata"]["snapshot-log"].as_array().unwrap().len(),
+        2
+    );
+    // The refs form follows each new metadata file (it is derived once per file).
+    c.append_snapshot(ADMIN_TOKEN, "snaps", "t", 3)
+        .await
+        .assert_ok(200);
+    let refs: Value = c
+        .get(&format!("{}/t?snapshots=refs", tables_path("snaps")))
+        .await
+        .body;
+    assert_eq!(ids(&refs), vec![3]);
 }

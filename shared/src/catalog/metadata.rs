@@ -73,6 +73,8 @@ pub struct TableRef<'a> {
 pub struct MetadataCache {
     entries: moka::future::Cache<String, Arc<CachedMetadata>>,
     parsed: moka::future::Cache<String, Parsed>,
+    /// `snapshots=refs` forms, by the SHA-256 of the verified file they were derived from.
+    referenced: moka::future::Cache<String, Bytes>,
 }
 
 /// A parsed document and the size of the JSON it came from (what its weight is counted from).
@@ -87,6 +89,10 @@ pub struct Written {
     pub file: Arc<CachedMetadata>,
     pub metadata: Arc<TableMetadata>,
 }
+
+/// The `snapshots=refs` forms get this fraction of the bound: they are small (a big table's
+/// refs form is a sliver of it), and only tables loaded that way have one.
+const REFERENCED_SHARE: u64 = 4;
 
 /// A parsed document takes about this many times the memory of its JSON.
 const PARSED_WEIGHT_FACTOR: usize = 3;
@@ -104,12 +110,29 @@ impl MetadataCache {
                 .max_capacity(max_bytes)
                 .weigher(move |_, parsed: &Parsed| weight(parsed.json_len * PARSED_WEIGHT_FACTOR))
                 .build(),
+            referenced: moka::future::Cache::builder()
+                .max_capacity(max_bytes / REFERENCED_SHARE)
+                .weigher(move |_, bytes: &Bytes| weight(bytes.len()))
+                .build(),
         }
     }
 
     pub fn clear(&self) {
         self.entries.invalidate_all();
         self.parsed.invalidate_all();
+        self.referenced.invalidate_all();
+    }
+
+    /// The verified file with only the snapshots that a branch or tag references
+    /// (`snapshots=refs`; `snapshot-log` stays whole, as the spec asks). Derived once per file
+    /// and kept as bytes: files are immutable, and the key is the content's own hash, so a
+    /// derived form can never outlive or mismatch what it came from.
+    pub async fn referenced_only(&self, file: &CachedMetadata) -> Result<Bytes> {
+        let derive = async { referenced_snapshots_only(&file.raw) };
+        self.referenced
+            .try_get_with_by_ref(&file.sha256, derive)
+            .await
+            .map_err(|shared| (*shared).clone())
     }
 
     /// The table's current metadata file, verified against its row, and the document parsed:
@@ -203,6 +226,34 @@ impl MetadataCache {
             metadata,
         })
     }
+}
+
+/// The document with only the snapshots that a branch or tag points at.
+fn referenced_snapshots_only(raw: &[u8]) -> Result<Bytes> {
+    let unreadable = |e: serde_json::Error| {
+        tracing::error!(error = %e, "verified metadata file does not parse");
+        CatalogError::Internal("The table's current metadata file is unreadable".into())
+    };
+    let mut value: serde_json::Value = serde_json::from_slice(raw).map_err(unreadable)?;
+    let referenced: std::collections::HashSet<i64> = value
+        .get("refs")
+        .and_then(|r| r.as_object())
+        .map(|refs| {
+            refs.values()
+                .filter_map(|r| r.get("snapshot-id")?.as_i64())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(snapshots) = value.get_mut("snapshots").and_then(|s| s.as_array_mut()) {
+        snapshots.retain(|s| {
+            s.get("snapshot-id")
+                .and_then(|id| id.as_i64())
+                .is_some_and(|id| referenced.contains(&id))
+        });
+    }
+    super::parity::order::document_bytes(&value)
+        .map(Bytes::from)
+        .map_err(|e| CatalogError::Internal(format!("Cannot serialize table metadata: {e}")))
 }
 
 /// The document as a metadata file: lists in Java's order (see [`super::parity::order`]).

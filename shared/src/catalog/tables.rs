@@ -357,7 +357,7 @@ impl Catalog {
             .load(&*objects, &Self::table_ref(ctx, &ns, &row))
             .await?;
         let raw = if options.only_referenced_snapshots {
-            referenced_snapshots_only(&current.raw)?
+            self.metadata.referenced_only(&current).await?
         } else {
             current.raw.clone()
         };
@@ -614,32 +614,4 @@ fn table_exists(namespace: &str, table: &str) -> CatalogError {
 
 fn dotted(id: &TableIdentifier) -> String {
     format!("{}.{}", id.namespace.join("."), id.name)
-}
-
-fn internal_json(e: serde_json::Error) -> CatalogError {
-    CatalogError::Internal(format!("Cannot serialize table metadata: {e}"))
-}
-
-/// The metadata with only the snapshots that a branch or tag points at.
-fn referenced_snapshots_only(raw: &[u8]) -> Result<Bytes> {
-    let mut value: serde_json::Value = serde_json::from_slice(raw).map_err(internal_json)?;
-    let referenced: Vec<i64> = value
-        .get("refs")
-        .and_then(|r| r.as_object())
-        .map(|refs| {
-            refs.values()
-                .filter_map(|r| r.get("snapshot-id")?.as_i64())
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(snapshots) = value.get_mut("snapshots").and_then(|s| s.as_array_mut()) {
-        snapshots.retain(|s| {
-            s.get("snapshot-id")
-                .and_then(|id| id.as_i64())
-                .is_some_and(|id| referenced.contains(&id))
-        });
-    }
-    parity::order::document_bytes(&value)
-        .map(Bytes::from)
-        .map_err(internal_json)
 }
