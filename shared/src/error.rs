@@ -35,6 +35,12 @@ pub enum CatalogError {
     /// A request that contradicts itself (422).
     #[error("{0}")]
     Unprocessable(String),
+    /// A request body over what the catalog (and AWS Lambda behind it) accepts (413).
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// An answer over what AWS Lambda can return (500): the client must ask for less.
+    #[error("{0}")]
+    ResponseTooLarge(String),
     /// A spec operation this catalog does not offer (406).
     #[error("{0}")]
     Unsupported(String),

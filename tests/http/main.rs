@@ -3,6 +3,7 @@
 mod access;
 mod buckets;
 mod commits;
+mod compression;
 mod concurrency;
 mod config;
 mod errors;

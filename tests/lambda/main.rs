@@ -116,8 +116,10 @@ fn router_of(catalog: Arc<Catalog>, function: Function) -> axum::Router {
         .into_iter()
         .find(|g| Function::serving(*g) == function)
     {
-        Some(group) => floe::http::router(catalog, &[group]),
-        None if function == Function::Management => floe::http::management_router(catalog),
+        Some(group) => floe_lambda::fit_lambda_limits(floe::http::router(catalog, &[group])),
+        None if function == Function::Management => {
+            floe_lambda::fit_lambda_limits(floe::http::management_router(catalog))
+        }
         None => panic!("{function:?} serves no HTTP routes"),
     }
 }
@@ -358,4 +360,46 @@ async fn a_panic_becomes_a_spec_500_not_a_runtime_crash() {
         body,
         json!({"error": {"message": "Internal server error", "type": "InternalServerError", "code": 500}})
     );
+}
+
+/// A compressed answer leaves the function as API Gateway needs it: the body base64-encoded,
+/// flagged so, with its Content-Encoding; decoded, it is the plain answer.
+#[tokio::test]
+async fn a_compressed_answer_is_a_valid_gateway_payload() {
+    let raw = std::fs::read_to_string(events_dir().join("load-table.json")).unwrap();
+    let mut event: Value = serde_json::from_str(&raw).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    // A table whose answer is worth compressing (over 1 KiB).
+    let raw = std::fs::read_to_string(events_dir().join("commit-table.json")).unwrap();
+    let mut commit: Value = serde_json::from_str(&raw).unwrap();
+    let update = json!({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"comment": "a table about events ".repeat(100)}}
+    ]});
+    commit["body"] = Value::from(update.to_string());
+    let committed = invoke(catalog.clone(), Function::Commits, &commit.to_string()).await;
+    assert_eq!(committed["statusCode"], 200, "{committed}");
+    let plain = invoke(catalog.clone(), Function::Tables, &event.to_string()).await;
+    assert_eq!(plain["isBase64Encoded"], false);
+    let plain_body: Value = serde_json::from_str(plain["body"].as_str().unwrap()).unwrap();
+
+    event["headers"]["accept-encoding"] = Value::from("gzip, deflate, br");
+    let answer = invoke(catalog, Function::Tables, &event.to_string()).await;
+    assert_eq!(answer["statusCode"], 200, "{answer}");
+    assert_eq!(answer["isBase64Encoded"], true, "{answer}");
+    assert_eq!(answer["headers"]["content-encoding"], "gzip", "{answer}");
+    use base64::Engine as _;
+    let compressed = base64::engine::general_purpose::STANDARD
+        .decode(answer["body"].as_str().unwrap())
+        .unwrap();
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(compressed.as_slice()),
+        &mut json,
+    )
+    .unwrap();
+    assert!(compressed.len() < json.len());
+    let body: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(body["metadata-location"], plain_body["metadata-location"]);
+    assert_eq!(body["metadata"], plain_body["metadata"]);
 }

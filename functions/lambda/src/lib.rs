@@ -28,7 +28,7 @@ pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
 pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
     let catalog = init().await?;
     tracing::info!(group = group.name(), "function ready");
-    lambda_http::run(floe::http::router(catalog, &[group])).await
+    lambda_http::run(fit_lambda_limits(floe::http::router(catalog, &[group]))).await
 }
 
 /// Serves the management API (`/api/v1`) through `lambda_http`; Iceberg routes answer a spec
@@ -36,7 +36,15 @@ pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
 pub async fn serve_management() -> Result<(), lambda_http::Error> {
     let catalog = init().await?;
     tracing::info!(function = "management", "function ready");
-    lambda_http::run(floe::http::management_router(catalog)).await
+    lambda_http::run(fit_lambda_limits(floe::http::management_router(catalog))).await
+}
+
+/// A router as deployed behind API Gateway: answers over what Lambda can return become a spec
+/// ErrorModel (`floe::http::lambda_limits`).
+pub fn fit_lambda_limits(router: axum::Router) -> axum::Router {
+    router.layer(axum::middleware::from_fn(
+        floe::http::lambda_limits::fit_lambda_response,
+    ))
 }
 
 pub use floe::purge::NAMESPACES_PER_RUN as PURGE_NAMESPACES_PER_RUN;

@@ -35,7 +35,9 @@ impl CatalogError {
             | CatalogError::CommitFailed(_) => StatusCode::CONFLICT,
             CatalogError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             CatalogError::Unsupported(_) => StatusCode::NOT_ACCEPTABLE,
-            CatalogError::CommitStateUnknown(_)
+            CatalogError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            CatalogError::ResponseTooLarge(_)
+            | CatalogError::CommitStateUnknown(_)
             | CatalogError::Internal(_)
             | CatalogError::Store(_)
             | CatalogError::Objects(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -58,6 +60,8 @@ impl CatalogError {
             CatalogError::CommitFailed(_) => "CommitFailedException",
             CatalogError::Unprocessable(_) => "UnprocessableEntityException",
             CatalogError::Unsupported(_) => "UnsupportedOperationException",
+            CatalogError::PayloadTooLarge(_) => "PayloadTooLargeException",
+            CatalogError::ResponseTooLarge(_) => "ResponseTooLargeException",
             CatalogError::CommitStateUnknown(_) => "CommitStateUnknownException",
             CatalogError::Internal(_) | CatalogError::Store(_) | CatalogError::Objects(_) => {
                 "InternalServerError"

@@ -125,10 +125,14 @@ impl QueryMap {
     }
 }
 
-/// Largest accepted request body. Commits carry whole schemas, so this is generous.
-pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// Largest accepted request body, here and behind API Gateway: AWS Lambda takes invocations of
+/// up to 6 MB, in which the body travels as an escaped JSON string beside the headers, so
+/// anything bigger may never reach a function. Refusing at 4 MiB everywhere gives clients the
+/// same clear 413 locally and on AWS. Commits carry schemas and updates, far below this.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// A JSON body deserialized into `T`; malformed JSON, wrong types and oversized bodies are 400.
+/// A JSON body deserialized into `T`; malformed JSON and wrong types are 400, oversized bodies
+/// 413.
 pub struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
@@ -137,7 +141,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == http::StatusCode::PAYLOAD_TOO_LARGE {
-                CatalogError::BadRequest(format!("Request body exceeds {MAX_BODY_BYTES} bytes"))
+                CatalogError::PayloadTooLarge(format!(
+                    "Request body exceeds {MAX_BODY_BYTES} bytes, the most this catalog accepts"
+                ))
             } else {
                 CatalogError::BadRequest(format!("Cannot read request body: {}", e.body_text()))
             }

@@ -5,6 +5,7 @@
 pub mod error;
 pub mod extract;
 mod handlers;
+pub mod lambda_limits;
 pub mod management;
 
 use std::collections::BTreeMap;
@@ -95,7 +96,25 @@ pub fn router_with(catalog: Arc<Catalog>, groups: &[Group], management: bool) ->
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_response,
         ))
+        .layer(compression())
         .with_state(AppState { catalog })
+}
+
+/// Answers shorter than this go out as they are: compressing them saves less than it costs.
+pub const MIN_COMPRESSED_BYTES: u16 = 1024;
+
+/// gzip or zstd, as the client's `Accept-Encoding` prefers, for answers of at least
+/// [`MIN_COMPRESSED_BYTES`]; a client that sends no `Accept-Encoding` gets plain JSON.
+/// Metadata documents shrink about tenfold, which is what keeps big tables under Lambda's
+/// response limit.
+fn compression()
+-> tower_http::compression::CompressionLayer<tower_http::compression::predicate::SizeAbove> {
+    tower_http::compression::CompressionLayer::new()
+        .gzip(true)
+        .zstd(true)
+        .compress_when(tower_http::compression::predicate::SizeAbove::new(
+            MIN_COMPRESSED_BYTES,
+        ))
 }
 
 /// One structured line per request. Only method, path and status: never headers or bodies.
