@@ -90,6 +90,43 @@ pub struct LoadTableResult {
     pub metadata: bytes::Bytes,
     pub config: BTreeMap<String, String>,
     pub storage_credentials: Vec<StorageCredential>,
+    /// The answer's entity tag ([`entity_tag`]).
+    pub etag: String,
+}
+
+/// The delegation part of the tag of an answer without vended credentials.
+pub const NO_DELEGATION: &str = "none";
+
+/// The entity tag of a table answer: a digest of everything its body is made of (the org,
+/// the metadata file's SHA-256 and how it was trimmed, the delegation and access level, its
+/// location, the client config and the vended credentials), computed without hashing the
+/// document itself. Vended credentials are
+/// reused only while they have most of their hour left, so the tag changes (and a conditional
+/// load gets fresh ones) before credentials a client holds from an earlier answer run out.
+/// The digest is one-way: the tag reveals nothing of the credentials it covers.
+pub fn entity_tag(
+    org: &str,
+    metadata_id: &str,
+    delegation: &str,
+    metadata_location: Option<&str>,
+    config: &BTreeMap<String, String>,
+    credentials: &[StorageCredential],
+) -> String {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for part in [
+        org,
+        metadata_id,
+        delegation,
+        metadata_location.unwrap_or(""),
+    ] {
+        digest.update(part.as_bytes());
+        digest.update([0]);
+    }
+    digest.update(serde_json::to_vec(config).expect("map serializes"));
+    digest.update([0]);
+    digest.update(serde_json::to_vec(credentials).expect("credentials serialize"));
+    format!("\"{}\"", &hex::encode(digest.finalize())[..32])
 }
 
 impl LoadTableResult {
@@ -128,9 +165,32 @@ pub struct CommitTableResponse {
     pub metadata_location: String,
     /// The stored metadata file's bytes, spliced in as loadTable does.
     pub metadata: bytes::Bytes,
+    /// The answer's entity tag ([`entity_tag`], with no config or credentials).
+    pub etag: String,
 }
 
 impl CommitTableResponse {
+    /// The answer for a table whose current file is `file`, at `metadata_location`.
+    pub fn new(
+        org: &str,
+        metadata_location: String,
+        file: &crate::catalog::metadata::CachedMetadata,
+    ) -> Self {
+        let etag = entity_tag(
+            org,
+            &file.sha256,
+            NO_DELEGATION,
+            Some(&metadata_location),
+            &BTreeMap::new(),
+            &[],
+        );
+        Self {
+            metadata_location,
+            metadata: file.raw.clone(),
+            etag,
+        }
+    }
+
     pub fn to_json(&self) -> Vec<u8> {
         let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
         let mut out = Vec::with_capacity(self.metadata.len() + location.len() + 40);
@@ -155,6 +215,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_tag_changes_with_every_part_and_quotes_its_digest() {
+        let config = BTreeMap::from([("k".to_owned(), "v".to_owned())]);
+        let base = entity_tag("o", "sha", "none", Some("l"), &BTreeMap::new(), &[]);
+        assert_eq!(base.len(), 34);
+        assert!(base.starts_with('"') && base.ends_with('"'));
+        for other in [
+            entity_tag("p", "sha", "none", Some("l"), &BTreeMap::new(), &[]),
+            entity_tag("o", "sha/refs", "none", Some("l"), &BTreeMap::new(), &[]),
+            entity_tag("o", "sha", "vended-read", Some("l"), &BTreeMap::new(), &[]),
+            entity_tag("o", "sha", "none", None, &BTreeMap::new(), &[]),
+            entity_tag("o", "sha", "none", Some("l"), &config, &[]),
+        ] {
+            assert_ne!(other, base);
+        }
+    }
+
+    #[test]
     fn load_table_result_splices_metadata_into_valid_json() {
         let result = LoadTableResult {
             metadata_location: Some("file:///w/t/metadata/00000-x.metadata.json".into()),
@@ -166,6 +243,7 @@ mod tests {
                 prefix: "s3://b/t".into(),
                 config: BTreeMap::new(),
             }],
+            etag: "\"t\"".into(),
         };
         let value: serde_json::Value = serde_json::from_slice(&result.to_json()).unwrap();
         assert_eq!(value["metadata"]["format-version"], 2);

@@ -151,10 +151,11 @@ impl Catalog {
             request.updates.iter().cloned(),
         )?;
         if built.changes.is_empty() {
-            return Ok(Attempt::Committed(CommitTableResponse {
-                metadata_location: row.metadata_location.clone(),
-                metadata: file.raw.clone(),
-            }));
+            return Ok(Attempt::Committed(CommitTableResponse::new(
+                &ctx.org.name,
+                row.metadata_location.clone(),
+                &file,
+            )));
         }
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
         let version = row.metadata_version + 1;
@@ -183,10 +184,11 @@ impl Catalog {
             Some(current.version),
         );
         match self.store.write(vec![swap]).await {
-            Ok(()) => Ok(Attempt::Committed(CommitTableResponse {
-                metadata_location: location,
-                metadata: written.file.raw.clone(),
-            })),
+            Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
+                &ctx.org.name,
+                location,
+                &written.file,
+            ))),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
@@ -255,10 +257,11 @@ impl Catalog {
                 .await
             {
                 Ok(created) => {
-                    return Ok(CommitTableResponse {
-                        metadata_location: created.row.metadata_location,
-                        metadata: created.metadata.file.raw.clone(),
-                    });
+                    return Ok(CommitTableResponse::new(
+                        &ctx.org.name,
+                        created.row.metadata_location,
+                        &created.metadata.file,
+                    ));
                 }
                 Err(NewTableError::NamespaceChanged) => continue,
                 Err(NewTableError::Failed(e)) => return Err(e),

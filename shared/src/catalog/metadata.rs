@@ -301,7 +301,7 @@ fn verify(entry: &CachedMetadata, row: &TableRow) -> std::result::Result<(), &'s
     Ok(())
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 

@@ -178,6 +178,7 @@ impl Catalog {
 
             if stage {
                 let raw = super::metadata::serialize(&metadata, None)?;
+                let id = super::metadata::sha256_hex(&raw);
                 return self
                     .table_result(
                         ctx,
@@ -188,7 +189,7 @@ impl Catalog {
                             directory: &placement.directory,
                         },
                         None,
-                        raw,
+                        (raw, id),
                         options,
                     )
                     .await;
@@ -212,7 +213,7 @@ impl Catalog {
                                 directory: row.directory(),
                             },
                             Some(row.metadata_location.clone()),
-                            metadata.file.raw.clone(),
+                            (metadata.file.raw.clone(), metadata.file.sha256.clone()),
                             options,
                         )
                         .await;
@@ -356,10 +357,11 @@ impl Catalog {
             .metadata
             .load(&*objects, &Self::table_ref(ctx, &ns, &row))
             .await?;
-        let raw = if options.only_referenced_snapshots {
-            self.metadata.referenced_only(&current).await?
+        let (raw, id) = if options.only_referenced_snapshots {
+            let trimmed = self.metadata.referenced_only(&current).await?;
+            (trimmed, format!("{}/refs", current.sha256))
         } else {
-            current.raw.clone()
+            (current.raw.clone(), current.sha256.clone())
         };
         self.table_result(
             ctx,
@@ -370,7 +372,7 @@ impl Catalog {
                 directory: row.directory(),
             },
             Some(row.metadata_location.clone()),
-            raw,
+            (raw, id),
             options,
         )
         .await
@@ -392,7 +394,7 @@ impl Catalog {
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
         let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
-        let vended = self
+        let (_, vended) = self
             .vend(ctx, &ns, &bucket, table, row.row.directory())
             .await?;
         Ok(LoadCredentialsResponse {
@@ -518,7 +520,7 @@ impl Catalog {
         bucket: &BucketRow,
         table: &str,
         directory: &str,
-    ) -> Result<Vended> {
+    ) -> Result<(AccessLevel, Vended)> {
         let level = if ctx.access.allows(
             Resource::Table {
                 namespace: ns,
@@ -530,30 +532,51 @@ impl Catalog {
         } else {
             AccessLevel::Read
         };
-        self.vendor
+        let vended = self
+            .vendor
             .vend(bucket, directory, level, &ctx.principal)
-            .await
+            .await?;
+        Ok((level, vended))
     }
 
+    /// `metadata`: the document as answered and what identifies its bytes (the SHA-256 of the
+    /// file it is, or was trimmed from, with the trim), from which the answer's entity tag is
+    /// made without hashing the document again.
     async fn table_result(
         &self,
         ctx: &OrgContext,
         at: TableAt<'_>,
         metadata_location: Option<String>,
-        raw_metadata: Bytes,
+        metadata: (Bytes, String),
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
-        let vended = if options.vend_credentials {
-            self.vend(ctx, at.ns, at.bucket, at.name, at.directory)
-                .await?
+        let (delegation, vended) = if options.vend_credentials {
+            let (level, vended) = self
+                .vend(ctx, at.ns, at.bucket, at.name, at.directory)
+                .await?;
+            let delegation = match level {
+                AccessLevel::Read => "vended-read",
+                AccessLevel::ReadWrite => "vended-write",
+            };
+            (delegation, vended)
         } else {
-            Vended::default()
+            (crate::types::NO_DELEGATION, Vended::default())
         };
+        let (raw_metadata, metadata_id) = metadata;
+        let etag = crate::types::entity_tag(
+            &ctx.org.name,
+            &metadata_id,
+            delegation,
+            metadata_location.as_deref(),
+            &vended.config,
+            &vended.credentials,
+        );
         Ok(LoadTableResult {
             metadata_location,
             metadata: raw_metadata,
             config: vended.config,
             storage_credentials: vended.credentials,
+            etag,
         })
     }
 }

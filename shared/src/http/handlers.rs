@@ -51,11 +51,30 @@ fn table_options(
 
 /// A LoadTableResult as a JSON response, without re-serializing its metadata.
 fn table_response(result: crate::types::LoadTableResult) -> Response {
+    json_with_tag(result.to_json(), &result.etag)
+}
+
+fn json_with_tag(body: Vec<u8>, etag: &str) -> Response {
     (
-        [(http::header::CONTENT_TYPE, "application/json")],
-        result.to_json(),
+        [
+            (http::header::CONTENT_TYPE, "application/json"),
+            (http::header::ETAG, etag),
+        ],
+        body,
     )
         .into_response()
+}
+
+/// Whether `If-None-Match` names the current answer (weak comparison, as RFC 9110 asks of it;
+/// `*` names any).
+fn client_has(headers: &HeaderMap, etag: &str) -> bool {
+    let bare = |tag: &str| tag.trim().trim_start_matches("W/").to_owned();
+    headers
+        .get_all(http::header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|tag| tag.trim() == "*" || bare(tag) == bare(etag))
 }
 
 fn no_content() -> Response {
@@ -200,9 +219,16 @@ pub async fn load_table(
     let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
     let (ns, table) = params.table()?;
     let options = table_options(&headers, &q)?;
-    Ok(table_response(
-        s.catalog.load_table(&ctx, &ns, &table, options).await?,
-    ))
+    let result = s.catalog.load_table(&ctx, &ns, &table, options).await?;
+    if client_has(&headers, &result.etag) {
+        // Unchanged: same metadata, same mode, same credentials; nothing to send.
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [(http::header::ETAG, result.etag)],
+        )
+            .into_response());
+    }
+    Ok(table_response(result))
 }
 
 pub async fn table_exists(
@@ -235,11 +261,7 @@ pub async fn commit_table(
     let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
     let (ns, table) = params.table()?;
     let committed = s.catalog.commit_table(&ctx, &ns, &table, body).await?;
-    Ok((
-        [(http::header::CONTENT_TYPE, "application/json")],
-        committed.to_json(),
-    )
-        .into_response())
+    Ok(json_with_tag(committed.to_json(), &committed.etag))
 }
 
 pub async fn drop_table(
