@@ -1,4 +1,5 @@
-//! `floe bench`: loadTable and commit latency over loopback HTTP.
+//! `floe bench`: loadTable and commit latency over loopback HTTP, and what each load variant
+//! (full, `snapshots=refs`, gzip, a 304 on an unchanged table) costs in time and bytes.
 //!
 //! By default it starts its own catalog (embedded store, temporary data directory) on a free
 //! 127.0.0.1 port, so the figures are reproducible with one command; `--url` and `--token`
@@ -49,27 +50,48 @@ impl Http {
         path: &str,
         body: Option<Value>,
     ) -> Result<(StatusCode, Bytes), String> {
+        self.call_with(method, path, body, &[])
+            .await
+            .map(|(status, _, body)| (status, body))
+    }
+
+    /// A request with extra headers; answers status, ETag and body (as received: compressed
+    /// bodies are not decoded, so their size is what travelled).
+    async fn call_with(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Result<(StatusCode, Option<String>, Bytes), String> {
         let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(method)
             .uri(format!("{}{path}", self.base))
             .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(Full::new(bytes))
-            .map_err(|e| e.to_string())?;
+            .header("content-type", "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::new(bytes)).map_err(|e| e.to_string())?;
         let response = self
             .client
             .request(request)
             .await
             .map_err(|e| e.to_string())?;
         let status = response.status();
+        let etag = response
+            .headers()
+            .get(http::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = response
             .into_body()
             .collect()
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
-        Ok((status, body))
+        Ok((status, etag, body))
     }
 
     async fn expect(
@@ -105,7 +127,7 @@ impl Summary {
         let total: Duration = self.samples.iter().sum();
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         println!(
-            "{:<10} {label:<15} n={n:<5} median={:.3}ms p90={:.3}ms p99={:.3}ms mean={:.3}ms throughput={:.0}/s (sequential)",
+            "{:<10} {label:<32} n={n:<5} median={:.3}ms p90={:.3}ms p99={:.3}ms mean={:.3}ms throughput={:.0}/s (sequential)",
             self.name,
             ms(pick(0.5)),
             ms(pick(0.9)),
@@ -180,7 +202,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
 
     let counts = || counter.as_ref().map(|c| c.counts());
     let before_loads = counts();
-    let mut loads_small = measure_loads(&http, &table_path, "loadTable", &args).await?;
+    let small = measure_variants(&http, &table_path, &args).await?;
     let load_counts = counts().zip(before_loads).map(|(a, b)| a.since(&b));
     let mut parent: Option<i64> = None;
     let mut sequence = 0i64;
@@ -211,22 +233,129 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         parent = Some(snapshot_id);
     }
     let commit_counts = counts().zip(before_commits).map(|(a, b)| a.since(&b));
-    let mut loads_large = measure_loads(&http, &table_path, "loadTable", &args).await?;
+    let large = measure_variants(&http, &table_path, &args).await?;
     println!(
         "floe bench: {} ({} measured requests per row, {} warm-up)",
         http.base, args.iterations, args.warmup
     );
-    loads_small.print("0 snapshots");
+    for (snapshots, variants) in [(0, small), (args.warmup + args.iterations, large)] {
+        for mut variant in variants {
+            let label = format!("{snapshots} snapshots, {}", variant.label);
+            let bytes = variant.bytes;
+            variant.summary.print(&label);
+            println!("{:<10} {:<32} {bytes} bytes per answer", "", "");
+        }
+    }
     commits.print("appends");
-    loads_large.print(&format!("{} snapshots", args.warmup + args.iterations));
     let requests = (args.warmup + args.iterations) as f64;
     if let Some(c) = load_counts {
-        print_store_costs("loadTable", &c, requests);
+        // Every load variant of the first phase, 304s included.
+        print_store_costs("loadTable", &c, requests * LOAD_VARIANTS.len() as f64);
     }
     if let Some(c) = commit_counts {
         print_store_costs("commit", &c, requests);
     }
     Ok(())
+}
+
+/// One way of loading a table.
+struct LoadVariant {
+    label: &'static str,
+    query: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    /// The client sends the ETag of the previous answer, and gets a 304.
+    conditional: bool,
+}
+
+/// The load variants measured on each table.
+const LOAD_VARIANTS: [LoadVariant; 4] = [
+    LoadVariant {
+        label: "full",
+        query: "",
+        headers: &[],
+        conditional: false,
+    },
+    LoadVariant {
+        label: "snapshots=refs",
+        query: "?snapshots=refs",
+        headers: &[],
+        conditional: false,
+    },
+    LoadVariant {
+        label: "gzip",
+        query: "",
+        headers: &[("accept-encoding", "gzip")],
+        conditional: false,
+    },
+    LoadVariant {
+        label: "304 unchanged",
+        query: "",
+        headers: &[],
+        conditional: true,
+    },
+];
+
+struct Variant {
+    label: &'static str,
+    summary: Summary,
+    /// Size of the answer's body as sent.
+    bytes: usize,
+}
+
+async fn measure_variants(
+    http: &Http,
+    path: &str,
+    args: &BenchArgs,
+) -> Result<Vec<Variant>, String> {
+    let mut out = Vec::with_capacity(LOAD_VARIANTS.len());
+    for LoadVariant {
+        label,
+        query,
+        headers,
+        conditional,
+    } in LOAD_VARIANTS
+    {
+        let uri = format!("{path}{query}");
+        let tag = if conditional {
+            let (_, tag, _) = http.call_with(Method::GET, &uri, None, &[]).await?;
+            Some(tag.ok_or("loadTable answered no ETag")?)
+        } else {
+            None
+        };
+        let mut all: Vec<(&str, &str)> = headers.to_vec();
+        if let Some(tag) = &tag {
+            all.push(("if-none-match", tag.as_str()));
+        }
+        let want = if conditional {
+            StatusCode::NOT_MODIFIED
+        } else {
+            StatusCode::OK
+        };
+        let mut summary = Summary {
+            name: "loadTable",
+            samples: Vec::with_capacity(args.iterations),
+        };
+        let mut bytes = 0;
+        for i in 0..(args.warmup + args.iterations) {
+            let started = Instant::now();
+            let (status, _, body) = http.call_with(Method::GET, &uri, None, &all).await?;
+            if status != want {
+                return Err(format!(
+                    "GET {uri} ({label}): expected {want}, got {status}"
+                ));
+            }
+            if i >= args.warmup {
+                summary.samples.push(started.elapsed());
+            }
+            bytes = body.len();
+        }
+        out.push(Variant {
+            label,
+            summary,
+            bytes,
+        });
+    }
+    Ok(out)
 }
 
 /// Store requests per operation, averaged over every request of the phase (warm-up included).
@@ -240,26 +369,6 @@ fn print_store_costs(name: &str, counts: &StoreCounts, requests: f64) {
         counts.writes as f64 / requests,
         counts.items_written as f64 / requests,
     );
-}
-
-async fn measure_loads(
-    http: &Http,
-    path: &str,
-    name: &'static str,
-    args: &BenchArgs,
-) -> Result<Summary, String> {
-    let mut summary = Summary {
-        name,
-        samples: Vec::with_capacity(args.iterations),
-    };
-    for i in 0..(args.warmup + args.iterations) {
-        let started = Instant::now();
-        http.expect(Method::GET, path, None, StatusCode::OK).await?;
-        if i >= args.warmup {
-            summary.samples.push(started.elapsed());
-        }
-    }
-    Ok(summary)
 }
 
 fn now_ms() -> u64 {
