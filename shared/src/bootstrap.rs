@@ -13,6 +13,11 @@ use crate::store::{Condition, MetaStore, StoreError, Write};
 
 /// Creates an org unless it exists. Returns whether it was created.
 pub async fn ensure_org(store: &dyn MetaStore, org: &OrgRow) -> Result<bool> {
+    // Read first: functions bootstrap at every cold start, and a conditional write that fails
+    // still costs a write on DynamoDB.
+    if store.get(&keys::org(&org.name)).await?.is_some() {
+        return Ok(false);
+    }
     match store
         .write(vec![rows::put(
             keys::org(&org.name),
@@ -100,6 +105,15 @@ pub async fn register_token(
     token: &str,
 ) -> Result<()> {
     let key = keys::token(&auth::hash_token(token));
+    if let Some(existing) = rows::get::<TokenRow>(store, &key).await? {
+        return if existing.row.principal.id == principal.id {
+            Ok(())
+        } else {
+            Err(CatalogError::AlreadyExists(
+                "This token is registered to another principal".into(),
+            ))
+        };
+    }
     let row = TokenRow {
         principal: principal.clone(),
         created_ms: clock.now_ms(),

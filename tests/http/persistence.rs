@@ -29,3 +29,32 @@ async fn state_survives_reopening_and_a_second_process_is_refused() {
         .unwrap();
     assert_eq!(ns.row.table_count, 1);
 }
+
+/// Functions bootstrap at every cold start: once the org and token exist, a restart only reads.
+#[tokio::test]
+async fn a_restart_bootstraps_without_writing() {
+    use floe::store::observed::{ObservedStore, StoreCounter};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let token = "ema_restart_bootstrap_token_0123456789abcdef";
+    let open = |counter: Arc<StoreCounter>| {
+        let path = dir.path().to_path_buf();
+        async move {
+            let observer = counter.observer();
+            let (catalog, boot) = floe::deployment::open_wrapped(&path, "boot", Some(token), |s| {
+                Arc::new(ObservedStore::new(s, observer))
+            })
+            .await
+            .unwrap();
+            (catalog, boot, counter.counts())
+        }
+    };
+    let (first, boot, counts) = open(Arc::default()).await;
+    assert!(boot.created_org);
+    assert!(counts.writes > 0);
+    drop(first);
+    let (second, boot, counts) = open(Arc::default()).await;
+    assert!(!boot.created_org);
+    assert_eq!(counts.writes, 0, "{counts:?}");
+    assert!(second.authenticate(token).await.is_ok());
+}
