@@ -87,13 +87,31 @@ pub struct Settings {
     /// and a DynamoDB store cannot seal: its key must stay out of the table.
     #[arg(long, env = "FLOE_SECRETS_KMS_KEY")]
     pub secrets_kms_key: Option<String>,
+    /// Google service-account key file with which the catalog reaches GCS buckets and from
+    /// which it vends downscoped tokens; default: Application Default Credentials.
+    #[arg(long, env = "FLOE_GCS_CREDENTIALS")]
+    pub gcs_credentials: Option<PathBuf>,
+    /// A GCS emulator's URL, for tests: the catalog's storage requests go there unsigned and
+    /// engines are sent there (`gcs.service.host`).
+    #[arg(long, env = "FLOE_GCS_EMULATOR")]
+    pub gcs_emulator: Option<String>,
+    /// Google's token exchange endpoint, where vended GCS tokens are downscoped.
+    #[arg(
+        long,
+        env = "FLOE_GCS_TOKEN_EXCHANGE_ENDPOINT",
+        default_value = crate::vending::gcs::DEFAULT_STS_ENDPOINT
+    )]
+    pub gcs_token_exchange_endpoint: String,
 }
 
 impl Settings {
     /// Whether this deployment talks to AWS (or an AWS emulator) at all.
     pub fn uses_aws(&self) -> bool {
         self.store == StoreKind::Dynamodb
-            || self.dev_bucket.is_some()
+            || self
+                .dev_bucket
+                .as_deref()
+                .is_some_and(|b| !b.starts_with("gs://"))
             || self.vending_role_arn.is_some()
             || self.secrets_kms_key.is_some()
     }

@@ -12,16 +12,19 @@ use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{DEFAULT_CREDENTIALS_MIN_REMAINING_SECS, Settings, StoreKind};
 use crate::error::CatalogError;
-use crate::model::{BucketAuth, BucketRow, Platform, S3Defaults, parse_s3_url};
+use crate::google::GoogleCredentials;
+use crate::model::{BucketAuth, BucketRow, Platform, S3Defaults, parse_gs_url, parse_s3_url};
 use crate::objects::PlatformStores;
+use crate::objects::gcs::GcsStores;
 use crate::objects::local::LocalObjectStores;
 use crate::objects::s3::S3Stores;
 use crate::secrets::{KmsSealer, LocalKeySealer, SecretError, SecretSealer};
 use crate::store::MetaStore;
 use crate::store::dynamodb::DynamoStore;
 use crate::store::embedded::{EmbeddedStore, OpenError};
+use crate::vending::gcs::{GcsVendingError, GcsVendor};
 use crate::vending::sts::StsVendor;
-use crate::vending::{CredentialVendor, NoVending};
+use crate::vending::{CredentialVendor, PlatformVendor};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeploymentError {
@@ -35,6 +38,8 @@ pub enum DeploymentError {
     Oidc(#[from] OidcConfigError),
     #[error("secret sealing: {0}")]
     Secrets(#[from] SecretError),
+    #[error("GCS vending: {0}")]
+    GcsVending(#[from] GcsVendingError),
 }
 
 /// Where the embedded store lives inside a data directory.
@@ -146,7 +151,7 @@ pub fn open_sealer(
     }
 }
 
-/// The dev org's default bucket: FLOE_DEV_BUCKET on S3, else the local warehouse.
+/// The dev org's default bucket: FLOE_DEV_BUCKET on S3 or GCS, else the local warehouse.
 fn dev_bucket(
     settings: &Settings,
     defaults: Option<&S3Defaults>,
@@ -156,9 +161,20 @@ fn dev_bucket(
             &settings.data_dir.join("warehouse"),
         )?);
     };
+    if parse_gs_url(url).is_some() {
+        return Ok(BucketRow {
+            nickname: "default".into(),
+            platform: Platform::Gcs,
+            root: url.trim_end_matches('/').to_owned(),
+            auth: BucketAuth::ServiceAccount,
+            endpoint: None,
+            region: None,
+            path_style: false,
+        });
+    }
     if parse_s3_url(url).is_none() {
         return Err(DeploymentError::Settings(format!(
-            "FLOE_DEV_BUCKET must be s3://bucket[/prefix], not {url}"
+            "FLOE_DEV_BUCKET must be s3://bucket[/prefix] or gs://bucket[/prefix], not {url}"
         )));
     }
     let defaults = defaults.cloned().unwrap_or_default();
@@ -256,28 +272,41 @@ pub async fn open_catalog_wrapped(
             generated_token: None,
         }
     };
-    let (objects, vendor): (PlatformStores, Arc<dyn CredentialVendor>) = match (&sdk, defaults) {
+    let (s3, s3_vendor): (_, Option<Arc<dyn CredentialVendor>>) = match (&sdk, defaults) {
         (Some(sdk), Some(defaults)) => (
-            PlatformStores {
-                local: LocalObjectStores,
-                s3: Some(S3Stores::new(sdk.clone(), defaults.clone())),
-            },
-            Arc::new(StsVendor::new(
+            Some(S3Stores::new(sdk.clone(), defaults.clone())),
+            Some(Arc::new(StsVendor::new(
                 aws_sdk_sts::Client::new(sdk),
                 clock.clone(),
                 defaults,
                 settings.vending_role_arn.clone(),
                 settings.credentials_min_remaining_secs * 1000,
-            )),
+            ))),
         ),
-        _ => (
-            PlatformStores {
-                local: LocalObjectStores,
-                s3: None,
-            },
-            Arc::new(NoVending),
-        ),
+        _ => (None, None),
     };
+    // GCS is always on: its credentials are looked for only when a GCS bucket is used.
+    let google = Arc::new(GoogleCredentials::new(settings.gcs_credentials.clone()));
+    let gcs = match &settings.gcs_emulator {
+        Some(emulator) => GcsStores::emulator(emulator),
+        None => GcsStores::new(google.clone()),
+    };
+    let gcs_vendor = GcsVendor::new(
+        google,
+        &settings.gcs_token_exchange_endpoint,
+        clock.clone(),
+        settings.gcs_emulator.clone(),
+        settings.credentials_min_remaining_secs * 1000,
+    )?;
+    let objects = PlatformStores {
+        local: LocalObjectStores,
+        s3,
+        gcs: Some(gcs),
+    };
+    let vendor: Arc<dyn CredentialVendor> = Arc::new(PlatformVendor {
+        s3: s3_vendor,
+        gcs: Some(Arc::new(gcs_vendor)),
+    });
     let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock)
         .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs));
     if let Some(secret) = &settings.page_token_secret {
@@ -329,6 +358,9 @@ pub async fn open_wrapped(
         oidc_audience: None,
         oidc_jwks: None,
         secrets_kms_key: None,
+        gcs_credentials: None,
+        gcs_emulator: None,
+        gcs_token_exchange_endpoint: crate::vending::gcs::DEFAULT_STS_ENDPOINT.into(),
     };
     open_catalog_wrapped(&settings, wrap).await
 }

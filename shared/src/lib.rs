@@ -13,6 +13,7 @@ pub mod clock;
 pub mod config;
 pub mod deployment;
 pub mod error;
+pub mod google;
 pub mod http;
 pub mod iam;
 pub mod model;

@@ -829,6 +829,20 @@ async fn vended_credentials_follow_the_callers_action_on_the_table() {
                     sent[0]
                 );
             }
+            Backend::Gcs => {
+                assert_eq!(vended.len(), 1);
+                // Tokens are `downscoped-<n>`, from the n-th exchange.
+                let token = vended[0]["config"]["gcs.oauth2.token"].as_str().unwrap();
+                let n: usize = token.strip_prefix("downscoped-").unwrap().parse().unwrap();
+                let google = c.google.as_ref().unwrap();
+                let boundary =
+                    floe_tests::gcs::FakeGoogle::boundary(&google.exchanges()[n - 1]).to_string();
+                assert_eq!(
+                    boundary.contains("roles/storage.objectAdmin"),
+                    writes,
+                    "{name}: {boundary}"
+                );
+            }
         }
     }
 }

@@ -525,7 +525,7 @@ async fn a_purge_racing_a_restore_never_lets_both_win() {
     let c = TestCatalog::new().await;
     let rounds = match c.backend {
         Backend::Local => 30,
-        Backend::Aws => 8,
+        Backend::Aws | Backend::Gcs => 8,
     };
     let (mut restores, mut purges) = (0, 0);
     for round in 0..rounds {

@@ -349,6 +349,14 @@ async fn metrics_views_and_credentials() {
             assert_eq!(vended[0]["prefix"], location);
             assert!(vended[0]["config"]["s3.session-token"].is_string());
         }
+        Backend::Gcs => {
+            let location =
+                c.get(&format!("{}/t", tables_path("mm"))).await.body["metadata"]["location"]
+                    .clone();
+            assert_eq!(vended.len(), 1);
+            assert_eq!(vended[0]["prefix"], location);
+            assert!(vended[0]["config"]["gcs.oauth2.token"].is_string());
+        }
     }
     c.get(&format!("{}/nope/credentials", tables_path("mm")))
         .await

@@ -449,8 +449,10 @@ async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
             role_arn,
             access_key_id,
             anonymous,
+            service_account,
         } => {
-            let auth = match (role_arn, access_key_id, anonymous) {
+            let auth = match (role_arn, access_key_id, anonymous || service_account) {
+                (None, None, true) if service_account => json!({"type": "service_account"}),
                 (Some(role_arn), None, false) => {
                     json!({"type": "customer_managed_role", "role_arn": role_arn})
                 }
@@ -474,7 +476,7 @@ async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
                     return Err(Failure::new(
                         2,
                         "name how Floe reaches the bucket: --role-arn ARN, --access-key-id ID \
-                         (secret in FLOE_BUCKET_SECRET) or --anonymous",
+                         (secret in FLOE_BUCKET_SECRET), --service-account (gcs) or --anonymous",
                     ));
                 }
             };

@@ -324,6 +324,10 @@ pub enum BucketsCommand {
         /// A public bucket read without credentials (never Iceberg storage).
         #[arg(long)]
         anonymous: bool,
+        /// GCS: Floe reaches the bucket with its own Google service account and vends tokens
+        /// downscoped from it.
+        #[arg(long, conflicts_with_all = ["anonymous", "access_key_id", "role_arn"])]
+        service_account: bool,
     },
     /// List the org's bucket configurations (never secrets).
     List { org: String },

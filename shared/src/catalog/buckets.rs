@@ -38,6 +38,8 @@ pub enum AuthRequest {
     CustomerManagedRole {
         role_arn: String,
     },
+    /// GCS: the catalog's own Google service account, which it vends downscoped tokens from.
+    ServiceAccount,
     Hmac {
         access_key_id: String,
         secret_access_key: String,
@@ -72,6 +74,8 @@ pub enum AuthView {
     Hmac {
         access_key_id: String,
     },
+    /// The catalog's own Google service account (GCS).
+    ServiceAccount,
     Anonymous,
     /// The server's own access (the local warehouse of `floe serve`).
     Server,
@@ -321,25 +325,28 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
         ))
     })?;
     let endpoint = request.endpoint.filter(|e| !e.is_empty());
-    match request.platform.as_str() {
-        "s3" => {}
-        "s3-compatible" if endpoint.is_some() => {}
+    let region = request.region.filter(|r| !r.is_empty());
+    let platform = match request.platform.as_str() {
+        "s3" => Platform::S3,
+        "s3-compatible" if endpoint.is_some() => Platform::S3,
         "s3-compatible" => {
             return Err(CatalogError::BadRequest(
                 "An s3-compatible bucket needs its endpoint".into(),
             ));
         }
-        "gcs" => {
+        // The GCS endpoint is the server's (FLOE_GCS_EMULATOR in tests), not a bucket's.
+        "gcs" if endpoint.is_some() || region.is_some() || request.path_style => {
             return Err(CatalogError::BadRequest(
-                "GCS buckets are not supported yet".into(),
+                "A gcs bucket takes no endpoint, region or path_style".into(),
             ));
         }
+        "gcs" => Platform::Gcs,
         other => {
             return Err(CatalogError::BadRequest(format!(
                 "Unknown platform '{other}': use s3, s3-compatible or gcs"
             )));
         }
-    }
+    };
     if let Some(endpoint) = &endpoint
         && !(endpoint.starts_with("https://") || endpoint.starts_with("http://"))
     {
@@ -347,11 +354,16 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
             "Invalid endpoint '{endpoint}': use an http(s) URL"
         )));
     }
+    // GCS names may also hold '_'.
+    let underscore = platform == Platform::Gcs;
     let valid_bucket = (3..=63).contains(&request.bucket.len())
-        && request
-            .bucket
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+        && request.bucket.chars().all(|c| {
+            c.is_ascii_lowercase()
+                || c.is_ascii_digit()
+                || c == '-'
+                || c == '.'
+                || (underscore && c == '_')
+        });
     if !valid_bucket {
         return Err(CatalogError::BadRequest(format!(
             "Invalid bucket name '{}'",
@@ -369,13 +381,30 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
             "Invalid prefix '{prefix}'"
         )));
     }
-    let root = if prefix.is_empty() {
-        format!("s3://{}", request.bucket)
-    } else {
-        format!("s3://{}/{prefix}", request.bucket)
+    let scheme = match platform {
+        Platform::Gcs => "gs",
+        _ => "s3",
     };
-    let auth = match request.auth {
-        AuthRequest::CustomerManagedRole { role_arn } => {
+    let root = if prefix.is_empty() {
+        format!("{scheme}://{}", request.bucket)
+    } else {
+        format!("{scheme}://{}/{prefix}", request.bucket)
+    };
+    let auth = match (platform, request.auth) {
+        // Vending on GCS exchanges the catalog's own token for a downscoped one: neither a role
+        // to assume nor static keys fit.
+        (Platform::Gcs, AuthRequest::CustomerManagedRole { .. } | AuthRequest::Hmac { .. }) => {
+            return Err(CatalogError::BadRequest(
+                "A gcs bucket is reached with the catalog's service account: use auth type service_account".into(),
+            ));
+        }
+        (Platform::Gcs, AuthRequest::ServiceAccount) => BucketAuth::ServiceAccount,
+        (_, AuthRequest::ServiceAccount) => {
+            return Err(CatalogError::BadRequest(
+                "Auth type service_account is for gcs buckets".into(),
+            ));
+        }
+        (_, AuthRequest::CustomerManagedRole { role_arn }) => {
             if !role_arn.starts_with("arn:") || role_arn.split(':').count() < 6 {
                 return Err(CatalogError::BadRequest(format!(
                     "Invalid role ARN '{role_arn}'"
@@ -386,10 +415,13 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
                 external_id: Some(external_id()),
             }
         }
-        AuthRequest::Hmac {
-            access_key_id,
-            secret_access_key,
-        } => {
+        (
+            _,
+            AuthRequest::Hmac {
+                access_key_id,
+                secret_access_key,
+            },
+        ) => {
             if access_key_id.is_empty() || secret_access_key.is_empty() {
                 return Err(CatalogError::BadRequest(
                     "HMAC auth needs an access key id and a secret access key".into(),
@@ -400,15 +432,15 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
                 secret_access_key,
             }
         }
-        AuthRequest::Anonymous => BucketAuth::Anonymous,
+        (_, AuthRequest::Anonymous) => BucketAuth::Anonymous,
     };
     Ok(BucketRow {
         nickname: request.nickname,
-        platform: Platform::S3,
+        platform,
         root,
         auth,
         endpoint,
-        region: request.region.filter(|r| !r.is_empty()),
+        region,
         path_style: request.path_style,
     })
 }
@@ -419,7 +451,7 @@ fn external_id() -> String {
 }
 
 fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
-    let (bucket, prefix) = match crate::model::parse_s3_url(&row.root) {
+    let (bucket, prefix) = match crate::model::parse_bucket_url(&row.root) {
         Some((bucket, prefix)) => (bucket.to_owned(), prefix.to_owned()),
         None => (row.root.clone(), String::new()),
     };
@@ -430,6 +462,7 @@ fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
             Platform::S3 => "s3",
             Platform::Local => "local",
             Platform::Azure => "azure",
+            Platform::Gcs => "gcs",
         },
         bucket,
         prefix,
@@ -448,6 +481,7 @@ fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
             | BucketAuth::SealedHmac { access_key_id, .. } => AuthView::Hmac {
                 access_key_id: access_key_id.clone(),
             },
+            BucketAuth::ServiceAccount => AuthView::ServiceAccount,
             BucketAuth::Anonymous => AuthView::Anonymous,
             BucketAuth::Server => AuthView::Server,
         },
@@ -500,9 +534,6 @@ mod tests {
                 .to_string()
                 .contains("role ARN")
         );
-        let mut gcs = request(serde_json::json!({"type": "anonymous"}));
-        gcs.platform = "gcs".into();
-        assert!(bucket_row(gcs).is_err());
         let mut compatible = request(serde_json::json!({"type": "anonymous"}));
         compatible.platform = "s3-compatible".into();
         assert!(
@@ -514,5 +545,63 @@ mod tests {
         let mut dots = request(serde_json::json!({"type": "anonymous"}));
         dots.prefix = Some("a/../b".into());
         assert!(bucket_row(dots).is_err());
+    }
+
+    fn gcs_request(auth: serde_json::Value) -> BucketRequest {
+        serde_json::from_value(serde_json::json!({
+            "nickname": "lake", "platform": "gcs", "bucket": "my_lake", "prefix": "/iceberg/",
+            "auth": auth
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn gcs_buckets_use_the_catalog_service_account() {
+        let row = bucket_row(gcs_request(serde_json::json!({"type": "service_account"}))).unwrap();
+        assert_eq!(row.platform, Platform::Gcs);
+        assert_eq!(row.root, "gs://my_lake/iceberg");
+        assert_eq!(row.auth, BucketAuth::ServiceAccount);
+        let org = OrgRow {
+            name: "acme".into(),
+            iceberg_enabled: true,
+            default_bucket: "lake".into(),
+            created_ms: 0,
+        };
+        let shown = view(&row, &org);
+        assert_eq!(
+            (shown.platform, shown.bucket.as_str(), shown.prefix.as_str()),
+            ("gcs", "my_lake", "iceberg")
+        );
+        assert_eq!(shown.auth, AuthView::ServiceAccount);
+        // Configurable like S3's: refused when used for Iceberg storage.
+        let anonymous = bucket_row(gcs_request(serde_json::json!({"type": "anonymous"}))).unwrap();
+        assert_eq!(anonymous.auth, BucketAuth::Anonymous);
+    }
+
+    #[test]
+    fn gcs_buckets_refuse_aws_auth_and_s3_settings() {
+        for auth in [
+            serde_json::json!({"type": "customer_managed_role", "role_arn": "arn:aws:iam::1:role/x"}),
+            serde_json::json!({"type": "hmac", "access_key_id": "GOOG1", "secret_access_key": "s"}),
+        ] {
+            let error = bucket_row(gcs_request(auth)).unwrap_err().to_string();
+            assert!(error.contains("service_account"), "{error}");
+        }
+        let mut endpoint = gcs_request(serde_json::json!({"type": "service_account"}));
+        endpoint.endpoint = Some("http://127.0.0.1:1".into());
+        assert!(
+            bucket_row(endpoint)
+                .unwrap_err()
+                .to_string()
+                .contains("endpoint")
+        );
+        let mut region = gcs_request(serde_json::json!({"type": "service_account"}));
+        region.region = Some("europe-west1".into());
+        assert!(bucket_row(region).is_err());
+        let s3 = bucket_row(request(serde_json::json!({"type": "service_account"})));
+        assert!(s3.unwrap_err().to_string().contains("gcs"));
+        let mut underscore = request(serde_json::json!({"type": "anonymous"}));
+        underscore.bucket = "my_lake".into();
+        assert!(bucket_row(underscore).is_err(), "S3 names have no '_'");
     }
 }

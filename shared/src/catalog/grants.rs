@@ -399,11 +399,13 @@ impl Catalog {
     }
 }
 
-/// Storage a public namespace may use: credentials vended through a customer-managed role, or a
-/// local directory of `floe serve`, which vends nothing.
+/// Storage a public namespace may use: credentials vended through a customer-managed role or
+/// downscoped from the catalog's service account (GCS), or a local directory of `floe serve`,
+/// which vends nothing.
 fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
     match bucket.auth {
-        BucketAuth::CustomerManagedRole { .. } => true,
+        // Downscoped tokens, as a role's session policy scopes S3 credentials.
+        BucketAuth::CustomerManagedRole { .. } | BucketAuth::ServiceAccount => true,
         BucketAuth::Server => bucket.platform == Platform::Local,
         BucketAuth::Anonymous | BucketAuth::Hmac { .. } | BucketAuth::SealedHmac { .. } => false,
     }

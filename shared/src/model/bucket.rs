@@ -12,6 +12,8 @@ pub enum Platform {
     S3,
     /// Azure Blob Storage: configurable for repos, refused for Iceberg storage.
     Azure,
+    /// Google Cloud Storage (`gs://` locations), reached with the server's Google credentials.
+    Gcs,
 }
 
 /// How the catalog reaches a bucket.
@@ -27,6 +29,10 @@ pub enum BucketAuth {
         role_arn: String,
         external_id: Option<String>,
     },
+    /// The server's own Google credentials (a service-account key file or Application Default
+    /// Credentials): the catalog reads and writes with them and vends downscoped tokens from
+    /// them. GCS only.
+    ServiceAccount,
     /// Static HMAC keys, handed to engines as they are. In memory only, or in a deployment's
     /// own settings: rows keep them as `SealedHmac`.
     Hmac {
@@ -46,7 +52,8 @@ pub enum BucketAuth {
 pub struct BucketRow {
     pub nickname: String,
     pub platform: Platform,
-    /// Root URL, e.g. `file:///srv/warehouse` or `s3://bucket/prefix`, without a trailing `/`.
+    /// Root URL, e.g. `file:///srv/warehouse`, `s3://bucket/prefix` or `gs://bucket/prefix`,
+    /// without a trailing `/`.
     pub root: String,
     pub auth: BucketAuth,
     #[serde(default)]
@@ -64,6 +71,18 @@ pub fn parse_s3_url(location: &str) -> Option<(&str, &str)> {
         .or_else(|| location.strip_prefix("s3a://"))?;
     let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
     (!bucket.is_empty()).then_some((bucket, key))
+}
+
+/// Splits `gs://bucket/key` into bucket and key.
+pub fn parse_gs_url(location: &str) -> Option<(&str, &str)> {
+    let rest = location.strip_prefix("gs://")?;
+    let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then_some((bucket, key))
+}
+
+/// Splits an object-store URL (`s3://` or `gs://`) into bucket and key.
+pub fn parse_bucket_url(location: &str) -> Option<(&str, &str)> {
+    parse_s3_url(location).or_else(|| parse_gs_url(location))
 }
 
 /// Settings every S3 client starts from; a bucket configuration's own endpoint, region and

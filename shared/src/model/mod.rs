@@ -10,6 +10,9 @@ mod catalog;
 mod principal;
 
 pub use access::{Action, GrantRow, TeamMemberRow, TeamRow, team_principal};
-pub use bucket::{BucketAuth, BucketRow, Platform, S3Defaults, bucket_endpoint, parse_s3_url};
+pub use bucket::{
+    BucketAuth, BucketRow, Platform, S3Defaults, bucket_endpoint, parse_bucket_url, parse_gs_url,
+    parse_s3_url,
+};
 pub use catalog::{NamespaceRow, OrgRow, TableRow, TableStorage, Visibility};
 pub use principal::{OrgRole, Principal, PrincipalKind};

@@ -193,6 +193,9 @@ impl ObjectStores for LocalObjectStores {
             Platform::S3 => Err(ObjectStoresError::Unsupported(
                 "S3 (not configured on this server)",
             )),
+            Platform::Gcs => Err(ObjectStoresError::Unsupported(
+                "GCS (not configured on this server)",
+            )),
             Platform::Azure => Err(ObjectStoresError::Unsupported("Azure")),
         }
     }

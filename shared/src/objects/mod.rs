@@ -1,8 +1,10 @@
 //! The `ObjectStore` port: metadata files, marker files and prefix checks in table storage.
 //!
-//! Locations are full URLs (`file:///...`, `s3://bucket/...`). Writes never overwrite: a metadata
-//! file, once written, is immutable, which is what makes the pointer swap safe.
+//! Locations are full URLs (`file:///...`, `s3://bucket/...`, `gs://bucket/...`). Writes never
+//! overwrite: a metadata file, once written, is immutable, which is what makes the pointer swap
+//! safe.
 
+pub mod gcs;
 pub mod local;
 pub mod s3;
 
@@ -71,6 +73,8 @@ pub struct PlatformStores {
     pub local: local::LocalObjectStores,
     /// S3 access; `None` when the server was started without it.
     pub s3: Option<s3::S3Stores>,
+    /// GCS access; `None` when the server was started without it.
+    pub gcs: Option<gcs::GcsStores>,
 }
 
 #[async_trait]
@@ -80,12 +84,20 @@ impl ObjectStores for PlatformStores {
         bucket: &BucketRow,
     ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
         use crate::model::Platform;
-        match (bucket.platform, &self.s3) {
-            (Platform::S3, Some(s3)) => Ok(s3.for_bucket(bucket).await?),
-            (Platform::S3, None) => Err(ObjectStoresError::Unsupported(
-                "S3 (not configured on this server)",
-            )),
-            _ => self.local.for_bucket(bucket).await,
+        match bucket.platform {
+            Platform::S3 => match &self.s3 {
+                Some(s3) => Ok(s3.for_bucket(bucket).await?),
+                None => Err(ObjectStoresError::Unsupported(
+                    "S3 (not configured on this server)",
+                )),
+            },
+            Platform::Gcs => match &self.gcs {
+                Some(gcs) => Ok(gcs.for_bucket(bucket)?),
+                None => Err(ObjectStoresError::Unsupported(
+                    "GCS (not configured on this server)",
+                )),
+            },
+            Platform::Local | Platform::Azure => self.local.for_bucket(bucket).await,
         }
     }
 }

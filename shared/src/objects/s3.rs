@@ -266,6 +266,9 @@ impl S3Stores {
                 config = config.credentials_provider(role.build().await);
             }
             BucketAuth::Server => {}
+            BucketAuth::ServiceAccount => {
+                return Err(invalid("service_account auth is for GCS buckets"));
+            }
             BucketAuth::Anonymous => {
                 return Err(invalid("anonymous buckets cannot back Iceberg storage"));
             }

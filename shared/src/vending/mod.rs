@@ -1,7 +1,10 @@
 //! The `CredentialVendor` port: short-lived storage credentials scoped to one table location.
 
+pub mod gcs;
 pub mod policy;
 pub mod sts;
+
+use std::sync::Arc;
 
 use std::collections::BTreeMap;
 
@@ -63,5 +66,32 @@ impl CredentialVendor for NoVending {
                 "Credential vending is not configured on this server".into(),
             )),
         }
+    }
+}
+
+/// Routes each bucket to the vendor of its platform: STS for S3, downscoped tokens for GCS,
+/// nothing for a local warehouse.
+pub struct PlatformVendor {
+    /// S3 vending; `None` when the server was started without AWS.
+    pub s3: Option<Arc<dyn CredentialVendor>>,
+    /// GCS vending.
+    pub gcs: Option<Arc<gcs::GcsVendor>>,
+}
+
+#[async_trait]
+impl CredentialVendor for PlatformVendor {
+    async fn vend(
+        &self,
+        bucket: &BucketRow,
+        table_location: &str,
+        access: AccessLevel,
+        principal: &Principal,
+    ) -> Result<Vended, CatalogError> {
+        let vendor: &dyn CredentialVendor = match (bucket.platform, &self.s3, &self.gcs) {
+            (Platform::Gcs, _, Some(gcs)) => &**gcs,
+            (Platform::S3 | Platform::Azure, Some(s3), _) => &**s3,
+            _ => &NoVending,
+        };
+        vendor.vend(bucket, table_location, access, principal).await
     }
 }

@@ -254,6 +254,11 @@ impl CredentialVendor for StsVendor {
                     .await?;
                 temporary(&c)
             }
+            BucketAuth::ServiceAccount => {
+                return Err(CatalogError::Internal(
+                    "service_account auth is for GCS buckets".into(),
+                ));
+            }
             BucketAuth::Anonymous => {
                 return Err(CatalogError::BadRequest(
                     "Anonymous buckets cannot back Iceberg storage".into(),
