@@ -165,23 +165,27 @@ pub struct CommitTableResponse {
     pub metadata_location: String,
     /// The stored metadata file's bytes, spliced in as loadTable does.
     pub metadata: bytes::Bytes,
-    /// The answer's entity tag ([`entity_tag`], with no config or credentials).
+    /// The answer's entity tag: that of a plain loadTable of the same file ([`entity_tag`]
+    /// with the bucket's non-secret settings and no credentials), so a client that commits
+    /// and then loads conditionally gets a 304.
     pub etag: String,
 }
 
 impl CommitTableResponse {
-    /// The answer for a table whose current file is `file`, at `metadata_location`.
+    /// The answer for a table whose current file is `file`, at `metadata_location`, on a
+    /// bucket whose non-secret settings are `storage_config`.
     pub fn new(
         org: &str,
         metadata_location: String,
         file: &crate::catalog::metadata::CachedMetadata,
+        storage_config: &BTreeMap<String, String>,
     ) -> Self {
         let etag = entity_tag(
             org,
             &file.sha256,
             NO_DELEGATION,
             Some(&metadata_location),
-            &BTreeMap::new(),
+            storage_config,
             &[],
         );
         Self {

@@ -169,6 +169,10 @@ impl CredentialVendor for RecordingVendor {
             .vend(bucket, table_location, access, principal)
             .await
     }
+
+    fn storage_config(&self, bucket: &BucketRow) -> std::collections::BTreeMap<String, String> {
+        self.inner.storage_config(bucket)
+    }
 }
 
 struct RecordingSealer {

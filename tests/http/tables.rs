@@ -369,7 +369,21 @@ async fn metrics_views_and_credentials() {
             None,
         )
         .await;
-    assert_eq!(vended.assert_ok(200)["config"], json!({}));
+    // Without the delegation header: the bucket's settings at most, never a secret.
+    let config = vended.assert_ok(200)["config"].clone();
+    match c.backend {
+        Backend::Local => assert_eq!(config, json!({})),
+        _ => {
+            for secret in [
+                "s3.access-key-id",
+                "s3.secret-access-key",
+                "s3.session-token",
+                "gcs.oauth2.token",
+            ] {
+                assert!(config.get(secret).is_none(), "{config}");
+            }
+        }
+    }
 }
 
 #[tokio::test]
@@ -464,4 +478,24 @@ async fn snapshots_refs_mode_returns_only_referenced_snapshots() {
         .await
         .body;
     assert_eq!(ids(&refs), vec![3]);
+}
+
+/// Every table answer names how to reach the bucket (endpoint, region, addressing), with or
+/// without vended credentials; only a vended one carries secrets.
+#[tokio::test]
+async fn every_load_carries_the_non_secret_storage_settings() {
+    let c = TestCatalog::new().await;
+    if c.backend != Backend::Aws {
+        return;
+    }
+    c.create_namespace("reach").await;
+    let created = c.post(&tables_path("reach"), create_table_body("t")).await;
+    let config = created.assert_ok(200)["config"].clone();
+    assert_eq!(config["s3.region"], "us-east-1", "{config}");
+    assert_eq!(config["s3.endpoint"], moto::endpoint().as_str(), "{config}");
+    assert_eq!(config["s3.path-style-access"], "true", "{config}");
+    assert!(config.get("s3.access-key-id").is_none(), "{config}");
+    let loaded = c.get(&table_path("reach", "t")).await;
+    assert_eq!(loaded.assert_ok(200)["config"], config);
+    assert!(loaded.body.get("storage-credentials").is_none());
 }

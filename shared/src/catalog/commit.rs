@@ -155,6 +155,7 @@ impl Catalog {
                 &ctx.org.name,
                 row.metadata_location.clone(),
                 &file,
+                &self.vendor.storage_config(&bucket),
             )));
         }
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
@@ -188,6 +189,7 @@ impl Catalog {
                 &ctx.org.name,
                 location,
                 &written.file,
+                &self.vendor.storage_config(&bucket),
             ))),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
@@ -261,6 +263,7 @@ impl Catalog {
                         &ctx.org.name,
                         created.row.metadata_location,
                         &created.metadata.file,
+                        &self.vendor.storage_config(&created.bucket),
                     ));
                 }
                 Err(NewTableError::NamespaceChanged) => continue,

@@ -560,7 +560,12 @@ impl Catalog {
             };
             (delegation, vended)
         } else {
-            (crate::types::NO_DELEGATION, Vended::default())
+            let config = self.vendor.storage_config(at.bucket);
+            let settings = Vended {
+                config,
+                ..Vended::default()
+            };
+            (crate::types::NO_DELEGATION, settings)
         };
         let (raw_metadata, metadata_id) = metadata;
         let etag = crate::types::entity_tag(

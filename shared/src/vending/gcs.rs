@@ -294,10 +294,7 @@ impl CredentialVendor for GcsVendor {
             }
         }
         let token = self.token(table_location, access).await?;
-        let mut config = BTreeMap::new();
-        if let Some(host) = &self.engine_host {
-            config.insert("gcs.service.host".to_owned(), host.clone());
-        }
+        let config = self.storage_config(bucket);
         let secrets = BTreeMap::from([
             ("gcs.oauth2.token".to_owned(), token.token),
             (
@@ -306,6 +303,14 @@ impl CredentialVendor for GcsVendor {
             ),
         ]);
         Ok(vended(table_location, config, secrets))
+    }
+
+    fn storage_config(&self, _bucket: &BucketRow) -> BTreeMap<String, String> {
+        let mut config = BTreeMap::new();
+        if let Some(host) = &self.engine_host {
+            config.insert("gcs.service.host".to_owned(), host.clone());
+        }
+        config
     }
 }
 

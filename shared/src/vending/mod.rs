@@ -45,6 +45,12 @@ pub trait CredentialVendor: Send + Sync + 'static {
         access: AccessLevel,
         principal: &Principal,
     ) -> Result<Vended, CatalogError>;
+
+    /// The non-secret settings a client needs to reach the bucket (endpoint, region,
+    /// addressing), sent on every table answer, with or without vended credentials: a client
+    /// that brings its own credentials reaches the right endpoint, and one without any fails
+    /// with a clear access error instead of a missing-region one.
+    fn storage_config(&self, bucket: &BucketRow) -> BTreeMap<String, String>;
 }
 
 /// For storage the engine reaches directly (a local warehouse): nothing to vend.
@@ -67,6 +73,10 @@ impl CredentialVendor for NoVending {
             )),
         }
     }
+
+    fn storage_config(&self, _bucket: &BucketRow) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
 }
 
 /// Routes each bucket to the vendor of its platform: STS for S3, downscoped tokens for GCS,
@@ -87,11 +97,22 @@ impl CredentialVendor for PlatformVendor {
         access: AccessLevel,
         principal: &Principal,
     ) -> Result<Vended, CatalogError> {
-        let vendor: &dyn CredentialVendor = match (bucket.platform, &self.s3, &self.gcs) {
+        self.vendor_of(bucket)
+            .vend(bucket, table_location, access, principal)
+            .await
+    }
+
+    fn storage_config(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
+        self.vendor_of(bucket).storage_config(bucket)
+    }
+}
+
+impl PlatformVendor {
+    fn vendor_of(&self, bucket: &BucketRow) -> &dyn CredentialVendor {
+        match (bucket.platform, &self.s3, &self.gcs) {
             (Platform::Gcs, _, Some(gcs)) => &**gcs,
             (Platform::S3 | Platform::Azure, Some(s3), _) => &**s3,
             _ => &NoVending,
-        };
-        vendor.vend(bucket, table_location, access, principal).await
+        }
     }
 }

@@ -272,6 +272,10 @@ impl CredentialVendor for StsVendor {
         };
         Ok(vended(table_location, config, secrets))
     }
+
+    fn storage_config(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
+        self.client_config(bucket)
+    }
 }
 
 fn temporary(c: &TemporaryCredentials) -> BTreeMap<String, String> {
