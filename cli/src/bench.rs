@@ -35,6 +35,16 @@ pub struct BenchArgs {
     /// Unmeasured warm-up requests per operation.
     #[arg(long, default_value_t = 50)]
     warmup: usize,
+    /// Concurrent keep-alive clients of the throughput run (warm loadTable of the new table).
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// Seconds the throughput run lasts (0: no throughput run).
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Also run the same load against a minimal HTTP server inside the bench that answers the
+    /// same bytes, and print Floe's throughput as a ratio of it.
+    #[arg(long)]
+    floor: bool,
 }
 
 struct Http {
@@ -201,6 +211,11 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
     .await?;
 
     let counts = || counter.as_ref().map(|c| c.counts());
+    let throughput = if args.seconds > 0 {
+        Some(measure_throughput(&http, &table_path, &args).await?)
+    } else {
+        None
+    };
     let before_loads = counts();
     let small = measure_variants(&http, &table_path, &args).await?;
     let load_counts = counts().zip(before_loads).map(|(a, b)| a.since(&b));
@@ -247,6 +262,9 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     commits.print("appends");
+    if let Some(throughput) = throughput {
+        throughput.print(&args);
+    }
     let requests = (args.warmup + args.iterations) as f64;
     if let Some(c) = load_counts {
         // Every load variant of the first phase, 304s included.
@@ -256,6 +274,102 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         print_store_costs("commit", &c, requests);
     }
     Ok(())
+}
+
+/// Warm loadTable throughput with concurrent clients, and the floor's when asked.
+struct Throughput {
+    floe: f64,
+    floor: Option<f64>,
+}
+
+impl Throughput {
+    fn print(&self, args: &BenchArgs) {
+        println!(
+            "loadTable  throughput, {} clients, {} s: {:.0} requests/s",
+            args.clients, args.seconds, self.floe
+        );
+        if let Some(floor) = self.floor {
+            println!(
+                "floor      the same answer from a minimal server: {floor:.0} requests/s; Floe reaches {:.2} of it",
+                self.floe / floor
+            );
+        }
+    }
+}
+
+async fn measure_throughput(
+    http: &Http,
+    path: &str,
+    args: &BenchArgs,
+) -> Result<Throughput, String> {
+    let url = format!("{}{path}", http.base);
+    let floe = requests_per_second(&url, &http.token, args).await?;
+    let floor = if args.floor {
+        let (_, _, body) = http.call_with(Method::GET, path, None, &[]).await?;
+        let floor_url = start_floor_server(body, path).await?;
+        Some(requests_per_second(&floor_url, &http.token, args).await?)
+    } else {
+        None
+    };
+    Ok(Throughput { floe, floor })
+}
+
+/// `args.clients` keep-alive clients loading `url` for `args.seconds`.
+async fn requests_per_second(url: &str, token: &str, args: &BenchArgs) -> Result<f64, String> {
+    let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    let mut tasks = Vec::with_capacity(args.clients);
+    for _ in 0..args.clients {
+        let url = url.to_owned();
+        let token = token.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let client: Client<HttpConnector, Full<Bytes>> =
+                Client::builder(TokioExecutor::new()).build_http();
+            let mut done = 0u64;
+            while Instant::now() < deadline {
+                let request = Request::get(&url)
+                    .header("authorization", format!("Bearer {token}"))
+                    .body(Full::new(Bytes::new()))
+                    .map_err(|e| e.to_string())?;
+                let response = client.request(request).await.map_err(|e| e.to_string())?;
+                if response.status() != StatusCode::OK {
+                    return Err(format!("GET {url}: {}", response.status()));
+                }
+                response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                done += 1;
+            }
+            Ok::<u64, String>(done)
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.map_err(|e| e.to_string())??;
+    }
+    Ok(total as f64 / args.seconds as f64)
+}
+
+/// The floor: a server that does nothing but answer `body` as JSON on `path`, over the same
+/// HTTP stack (axum on hyper) as Floe, on a free loopback port.
+async fn start_floor_server(body: Bytes, path: &str) -> Result<String, String> {
+    let route = format!("/iceberg{}", path);
+    let app = axum::Router::new().route(
+        &route,
+        axum::routing::get(move || {
+            let body = body.clone();
+            async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(format!("http://{addr}{route}"))
 }
 
 /// One way of loading a table.
