@@ -362,13 +362,7 @@ async fn start_floor_server(body: Bytes, path: &str) -> Result<String, String> {
             async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = serve_on_loopback(app).await?;
     Ok(format!("http://{addr}{route}"))
 }
 
@@ -503,7 +497,12 @@ async fn start_private_catalog(
     })
     .await
     .map_err(|e| e.to_string())?;
-    let app = floe::http::full_router(catalog);
+    let addr = serve_on_loopback(floe::http::full_router(catalog)).await?;
+    Ok((format!("http://{addr}/iceberg"), token, counting))
+}
+
+/// Serves `app` on a free 127.0.0.1 port for the rest of the run.
+async fn serve_on_loopback(app: axum::Router) -> Result<std::net::SocketAddr, String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
@@ -511,5 +510,5 @@ async fn start_private_catalog(
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok((format!("http://{addr}/iceberg"), token, counting))
+    Ok(addr)
 }

@@ -330,16 +330,7 @@ impl Catalog {
                 condition: Condition::Always,
             },
         ];
-        let claim =
-            rows::get::<NameClaimRow>(&*self.store, &keys::name_claim(&ns.org, &ns.name)).await?;
-        if let Some(claim) =
-            claim.filter(|c| c.row.holder == NameHolder::Namespace { id: ns.id.clone() })
-        {
-            writes.push(Write::Delete {
-                key: keys::name_claim(&ns.org, &ns.name),
-                condition: Condition::VersionIs(claim.version),
-            });
-        }
+        writes.extend(self.name_claim_release(ns).await?);
         let prefix_key = keys::prefix_claim(&bucket.root, &ns.prefix);
         if self.store.get(&prefix_key).await?.is_some() {
             writes.push(Write::Delete {
@@ -352,6 +343,22 @@ impl Catalog {
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// The write that frees the namespace's name, if the namespace still holds it (a claim held
+    /// by anything else is left alone; the write fails if the claim changes meanwhile).
+    pub(crate) async fn name_claim_release(
+        &self,
+        ns: &NamespaceRow,
+    ) -> Result<Option<Write>, StoreError> {
+        let key = keys::name_claim(&ns.org, &ns.name);
+        let claim = rows::get::<NameClaimRow>(&*self.store, &key).await?;
+        Ok(claim
+            .filter(|c| c.row.holder == NameHolder::Namespace { id: ns.id.clone() })
+            .map(|claim| Write::Delete {
+                key,
+                condition: Condition::VersionIs(claim.version),
+            }))
     }
 
     /// Counts a failed attempt on the namespace's row and moves its index entry to when it is

@@ -27,26 +27,11 @@ async fn fetch(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, Option<String>, Vec<u8>) {
-    let mut request = http::Request::builder()
-        .method(Method::GET)
-        .uri(format!("/iceberg{path}"))
-        .header("authorization", format!("Bearer {ADMIN_TOKEN}"));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = c
-        .router
-        .clone()
-        .oneshot(request.body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let encoding = response
-        .headers()
+    let (status, headers, body) = c.get_raw(ADMIN_TOKEN, path, headers).await;
+    let encoding = headers
         .get("content-encoding")
         .map(|v| v.to_str().unwrap().to_owned());
-    let body = response.into_body().collect().await.unwrap().to_bytes();
-    (status, encoding, body.to_vec())
+    (status.as_u16(), encoding, body.to_vec())
 }
 
 #[tokio::test]

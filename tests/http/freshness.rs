@@ -9,8 +9,6 @@ use floe::clock::{Clock, ManualClock};
 use floe::model::S3Defaults;
 use floe::vending::sts::StsVendor;
 use floe_tests::*;
-use http::Method;
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -21,28 +19,10 @@ struct Load {
 }
 
 async fn load(c: &TestCatalog, token: &str, uri: &str, headers: &[(&str, &str)]) -> Load {
-    let mut request = http::Request::builder()
-        .method(Method::GET)
-        .uri(format!("/iceberg{uri}"))
-        .header("authorization", format!("Bearer {token}"));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = c
-        .router
-        .clone()
-        .oneshot(request.body(axum::body::Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let etag = response
-        .headers()
-        .get("etag")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let (status, headers, body) = c.get_raw(token, uri, headers).await;
     Load {
-        status,
-        etag,
+        status: status.as_u16(),
+        etag: headers.get("etag").map(|v| v.to_str().unwrap().to_owned()),
         body: body.to_vec(),
     }
 }

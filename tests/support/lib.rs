@@ -555,6 +555,32 @@ impl TestCatalog {
         Answer { status, body }
     }
 
+    /// A GET of `path` (under `/iceberg`) with extra headers, answered as it was sent: status,
+    /// headers and undecoded body bytes (for Content-Encoding, ETag and 304s).
+    pub async fn get_raw(
+        &self,
+        token: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, http::HeaderMap, Bytes) {
+        let mut request = Request::builder()
+            .method(Method::GET)
+            .uri(format!("/iceberg{path}"))
+            .header("authorization", format!("Bearer {token}"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = self
+            .router
+            .clone()
+            .oneshot(request.body(axum::body::Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        (parts.status, parts.headers, body)
+    }
+
     pub async fn get(&self, path: &str) -> Answer {
         self.request(Method::GET, path, Some(ADMIN_TOKEN), None)
             .await

@@ -14,9 +14,7 @@ use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, Visibility};
 use crate::purge::{self, RECOVERY_PERIOD};
-use crate::store::rows::{
-    self, NameClaimRow, NameHolder, PublicNamespaceRow, PurgeProgressRow, Versioned, keys,
-};
+use crate::store::rows::{self, PublicNamespaceRow, PurgeProgressRow, Versioned, keys};
 use crate::store::{Condition, StoreError, Write};
 
 /// A namespace as the management API lists it: live, or soft-deleted and recoverable until
@@ -233,19 +231,7 @@ impl Catalog {
                     condition: Condition::Always,
                 },
             ];
-            let claim =
-                rows::get::<NameClaimRow>(&*self.store, &keys::name_claim(org, name)).await?;
-            if let Some(claim) = claim.filter(|c| {
-                c.row.holder
-                    == NameHolder::Namespace {
-                        id: ns.row.id.clone(),
-                    }
-            }) {
-                writes.push(Write::Delete {
-                    key: keys::name_claim(org, name),
-                    condition: Condition::VersionIs(claim.version),
-                });
-            }
+            writes.extend(self.name_claim_release(&ns.row).await?);
             if let Some(root) = bucket {
                 writes.push(Write::Delete {
                     key: keys::prefix_claim(&root, &ns.row.prefix),
