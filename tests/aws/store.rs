@@ -16,6 +16,7 @@ fn item(pk: &str, sk: &str, version: u64, body: &str) -> Item {
         token: None,
         body: body.as_bytes().to_vec(),
         index: None,
+        expires_at: None,
     }
 }
 
@@ -411,7 +412,78 @@ async fn token_conditions(store: &dyn MetaStore) {
     );
 }
 
+/// An item's expiry is stored and read back, rewritten with the item and conditions still see
+/// the item until the store deletes it.
+async fn expiries_round_trip(store: &dyn MetaStore) {
+    let later = unix_now() + 3600;
+    let expiring = Item {
+        expires_at: Some(later),
+        ..item("E#1", "A", 1, "expiring")
+    };
+    store
+        .write(vec![put(expiring.clone(), Condition::NotExists)])
+        .await
+        .unwrap();
+    let read = store.get(&Key::new("E#1", "A")).await.unwrap().unwrap();
+    assert_eq!(read, expiring);
+    let found = store.query("E#1", "", None, 10).await.unwrap();
+    assert_eq!(found[0].expires_at, Some(later));
+    // Rewritten without an expiry, the item no longer expires.
+    store
+        .write(vec![put(
+            item("E#1", "A", 2, "kept"),
+            Condition::VersionIs(1),
+        )])
+        .await
+        .unwrap();
+    let read = store.get(&Key::new("E#1", "A")).await.unwrap().unwrap();
+    assert_eq!(read.expires_at, None);
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The embedded store deletes items whose expiry has passed as it writes, with their index
+/// entries, and keeps the rest.
+#[tokio::test]
+async fn embedded_store_reaps_expired_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let past = unix_now() - 10;
+    let expired = Item {
+        expires_at: Some(past),
+        index: Some(Key::new("IDX", "1")),
+        ..item("R#1", "gone", 1, "expired")
+    };
+    let alive = Item {
+        expires_at: Some(unix_now() + 3600),
+        ..item("R#1", "kept", 1, "alive")
+    };
+    store
+        .write(vec![put(expired, Condition::NotExists)])
+        .await
+        .unwrap();
+    store
+        .write(vec![put(alive, Condition::NotExists)])
+        .await
+        .unwrap();
+    let left: Vec<String> = store
+        .query("R#1", "", None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key.sk)
+        .collect();
+    assert_eq!(left, ["kept"]);
+    assert!(store.query_index("IDX", "9", 10).await.unwrap().is_empty());
+}
+
 async fn suite(store: Arc<dyn MetaStore>) {
+    expiries_round_trip(&*store).await;
     token_conditions(&*store).await;
     conditional_writes(&*store).await;
     transactions_are_atomic(&*store).await;

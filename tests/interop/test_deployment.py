@@ -114,6 +114,17 @@ def test_every_function_knows_the_secrets_key():
     assert key["Properties"]["EnableKeyRotation"] is True
 
 
+def test_the_catalog_table_expires_items_by_the_attribute_the_store_writes():
+    """Idempotency keys carry their expiry in the attribute the DynamoDB adapter writes
+    (TTL_ATTRIBUTE); the table must let DynamoDB delete by that same attribute."""
+    tables = [r for r in _template()["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
+    assert len(tables) == 1
+    ttl = tables[0]["Properties"]["TimeToLiveSpecification"]
+    adapter = (ROOT / "shared" / "src" / "store" / "dynamodb.rs").read_text()
+    assert ttl["Enabled"] is True
+    assert f'pub const TTL_ATTRIBUTE: &str = "{ttl["AttributeName"]}";' in adapter
+
+
 def test_every_function_is_granted_exactly_the_actions_its_code_calls():
     """A missing action is a 500 on AWS the first time a request needs it; an extra one is
     privilege no code path uses. `floe iam` prints what floe::iam declares, which tests/http/iam.rs

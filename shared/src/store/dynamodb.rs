@@ -13,13 +13,17 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType,
-    TransactWriteItem,
+    TimeToLiveSpecification, TransactWriteItem,
 };
 
 use super::{Condition, Item, Key, MetaStore, StoreError, StoreUse, Token, Write, validate_batch};
 
 /// Name of the sparse index over soft-deleted namespaces, for the purge.
 pub const DELETED_INDEX: &str = "deleted";
+
+/// The attribute DynamoDB's Time to Live deletes items by (Unix seconds); template.yaml enables
+/// it on the catalog table.
+pub const TTL_ATTRIBUTE: &str = "ttl";
 
 type Attributes = HashMap<String, AttributeValue>;
 
@@ -50,6 +54,12 @@ fn item_attributes(item: &Item) -> Attributes {
     if let Some(index) = &item.index {
         attributes.insert("gsi1pk".into(), AttributeValue::S(index.pk.clone()));
         attributes.insert("gsi1sk".into(), AttributeValue::S(index.sk.clone()));
+    }
+    if let Some(expires_at) = item.expires_at {
+        attributes.insert(
+            TTL_ATTRIBUTE.into(),
+            AttributeValue::N(expires_at.to_string()),
+        );
     }
     attributes
 }
@@ -85,12 +95,20 @@ fn decode(attributes: &Attributes) -> Result<Item, StoreError> {
         Some(hex) => Some(Token::from_hex(&hex).ok_or_else(|| corrupt("malformed token"))?),
         None => None,
     };
+    let expires_at = match attributes.get(TTL_ATTRIBUTE) {
+        Some(AttributeValue::N(n)) => Some(
+            n.parse::<u64>()
+                .map_err(|_| corrupt("expiry is not a number"))?,
+        ),
+        _ => None,
+    };
     Ok(Item {
         key,
         version,
         token,
         body,
         index,
+        expires_at,
     })
 }
 
@@ -213,10 +231,30 @@ impl DynamoStore {
             .send()
             .await;
         match created {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                self.enable_time_to_live().await?;
+                Ok(true)
+            }
             Err(e) if e.code() == Some("ResourceInUseException") => Ok(false),
             Err(e) => Err(read_error(e)),
         }
+    }
+
+    /// Lets DynamoDB delete expired items (idempotency keys) by their [`TTL_ATTRIBUTE`].
+    async fn enable_time_to_live(&self) -> Result<(), StoreError> {
+        let specification = TimeToLiveSpecification::builder()
+            .attribute_name(TTL_ATTRIBUTE)
+            .enabled(true)
+            .build()
+            .expect("time to live specification");
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(specification)
+            .send()
+            .await
+            .map(drop)
+            .map_err(read_error)
     }
 
     fn transact_item(&self, write: &Write) -> TransactWriteItem {

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{Item, Key, MetaStore, StoreError, Token, Write, condition_holds, validate_batch};
+use crate::clock::Clock;
 
 const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items");
 /// Write tokens of the items that carry one, beside (not inside) the item values so that stores
@@ -18,6 +19,14 @@ const ITEMS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("items"
 const TOKENS: TableDefinition<(&str, &str), u128> = TableDefinition::new("tokens");
 /// The sparse index: (index pk, index sk, item pk, item sk).
 const INDEX: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("index");
+/// Items that expire, by expiry (Unix seconds): what writes reap.
+const EXPIRING: TableDefinition<(u64, &str, &str), ()> = TableDefinition::new("expiring");
+/// Expired items one write batch deletes after its own writes, at most: reaping keeps up with
+/// any write rate that creates expiring items, and never makes one write slow.
+const REAP_PER_WRITE: usize = 16;
+/// Set in a value's index length when an expiry follows it (values written before expiries
+/// existed never have it: their index lengths are small).
+const EXPIRY_FLAG: u32 = 1 << 31;
 
 /// Why the embedded store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +79,7 @@ impl EmbeddedStore {
             txn.open_table(ITEMS)?;
             txn.open_table(INDEX)?;
             txn.open_table(TOKENS)?;
+            txn.open_table(EXPIRING)?;
             txn.commit()?;
             Ok(())
         };
@@ -111,7 +121,20 @@ fn decode(key: Key, raw: &[u8]) -> Result<Item, StoreError> {
         return Err(corrupt("value shorter than its header"));
     }
     let (index_len, rest) = rest.split_at(4);
-    let index_len = u32::from_le_bytes(index_len.try_into().expect("4 bytes")) as usize;
+    let index_len = u32::from_le_bytes(index_len.try_into().expect("4 bytes"));
+    let (expires_at, rest) = if index_len & EXPIRY_FLAG != 0 {
+        if rest.len() < 8 {
+            return Err(corrupt("value shorter than its expiry"));
+        }
+        let (expiry, rest) = rest.split_at(8);
+        (
+            Some(u64::from_le_bytes(expiry.try_into().expect("8 bytes"))),
+            rest,
+        )
+    } else {
+        (None, rest)
+    };
+    let index_len = (index_len & !EXPIRY_FLAG) as usize;
     if rest.len() < index_len {
         return Err(corrupt("index longer than the value"));
     }
@@ -129,19 +152,29 @@ fn decode(key: Key, raw: &[u8]) -> Result<Item, StoreError> {
         token: None,
         body: body.to_vec(),
         index,
+        expires_at,
     })
 }
 
-/// Layout: version (8 bytes), index length (4 bytes), index key as JSON, body.
+/// Layout: version (8 bytes), index length (4 bytes, [`EXPIRY_FLAG`] set when an expiry
+/// follows), the expiry (8 bytes, only when flagged), index key as JSON, body.
 fn encode(item: &Item) -> Vec<u8> {
     let index = item
         .index
         .as_ref()
         .map(|k| serde_json::to_vec(&(&k.pk, &k.sk)).expect("index key serializes"))
         .unwrap_or_default();
-    let mut raw = Vec::with_capacity(12 + index.len() + item.body.len());
+    let mut raw = Vec::with_capacity(20 + index.len() + item.body.len());
     raw.extend_from_slice(&item.version.to_le_bytes());
-    raw.extend_from_slice(&(index.len() as u32).to_le_bytes());
+    let flag = if item.expires_at.is_some() {
+        EXPIRY_FLAG
+    } else {
+        0
+    };
+    raw.extend_from_slice(&(index.len() as u32 | flag).to_le_bytes());
+    if let Some(expires_at) = item.expires_at {
+        raw.extend_from_slice(&expires_at.to_le_bytes());
+    }
     raw.extend_from_slice(&index);
     raw.extend_from_slice(&item.body);
     raw
@@ -166,6 +199,50 @@ fn token_of(
         .get((key.pk.as_str(), key.sk.as_str()))
         .map_err(unavailable)?
         .map(|t| Token(t.value())))
+}
+
+/// Deletes up to [`REAP_PER_WRITE`] items whose expiry has passed, with their index entries
+/// and tokens, inside the caller's write transaction.
+fn reap_expired(
+    items: &mut redb::Table<(&'static str, &'static str), &'static [u8]>,
+    index: &mut redb::Table<(&'static str, &'static str, &'static str, &'static str), ()>,
+    tokens: &mut redb::Table<(&'static str, &'static str), u128>,
+    expiring: &mut redb::Table<(u64, &'static str, &'static str), ()>,
+) -> Result<(), StoreError> {
+    let now = crate::clock::SystemClock.now_ms() / 1000;
+    let mut expired = Vec::new();
+    for entry in expiring.range(..(now, "", "")).map_err(unavailable)? {
+        if expired.len() >= REAP_PER_WRITE {
+            break;
+        }
+        let (k, _) = entry.map_err(unavailable)?;
+        let (expiry, pk, sk) = k.value();
+        expired.push((expiry, Key::new(pk, sk)));
+    }
+    for (expiry, key) in expired {
+        expiring
+            .remove((expiry, key.pk.as_str(), key.sk.as_str()))
+            .map_err(unavailable)?;
+        let old = items
+            .remove((key.pk.as_str(), key.sk.as_str()))
+            .map_err(unavailable)?
+            .map(|raw| decode(key.clone(), raw.value()))
+            .transpose()?;
+        if let Some(old_index) = old.and_then(|item| item.index) {
+            index
+                .remove((
+                    old_index.pk.as_str(),
+                    old_index.sk.as_str(),
+                    key.pk.as_str(),
+                    key.sk.as_str(),
+                ))
+                .map_err(unavailable)?;
+        }
+        tokens
+            .remove((key.pk.as_str(), key.sk.as_str()))
+            .map_err(unavailable)?;
+    }
+    Ok(())
 }
 
 fn unavailable(e: impl std::fmt::Display) -> StoreError {
@@ -263,6 +340,7 @@ impl MetaStore for EmbeddedStore {
                 let mut table = txn.open_table(ITEMS).map_err(unavailable)?;
                 let mut index_table = txn.open_table(INDEX).map_err(unavailable)?;
                 let mut tokens = txn.open_table(TOKENS).map_err(unavailable)?;
+                let mut expiring = txn.open_table(EXPIRING).map_err(unavailable)?;
                 let mut previous = Vec::with_capacity(writes.len());
                 for (index, write) in writes.iter().enumerate() {
                     let key = write.key();
@@ -279,12 +357,18 @@ impl MetaStore for EmbeddedStore {
                             key: key.clone(),
                         });
                     }
-                    previous.push(current.and_then(|item| item.index));
+                    previous.push(current.map(|item| (item.index, item.expires_at)));
                 }
-                for (write, old_index) in writes.iter().zip(previous) {
+                for (write, old) in writes.iter().zip(previous) {
                     let key = write.key();
                     if matches!(write, Write::Check { .. }) {
                         continue;
+                    }
+                    let (old_index, old_expiry) = old.unwrap_or_default();
+                    if let Some(expiry) = old_expiry {
+                        expiring
+                            .remove((expiry, key.pk.as_str(), key.sk.as_str()))
+                            .map_err(unavailable)?;
                     }
                     if let Some(old) = old_index {
                         index_table
@@ -311,6 +395,11 @@ impl MetaStore for EmbeddedStore {
                                     raw.as_slice(),
                                 )
                                 .map_err(unavailable)?;
+                            if let Some(expiry) = item.expires_at {
+                                expiring
+                                    .insert((expiry, key.pk.as_str(), key.sk.as_str()), ())
+                                    .map_err(unavailable)?;
+                            }
                             if let Some(new) = &item.index {
                                 index_table
                                     .insert(
@@ -336,6 +425,7 @@ impl MetaStore for EmbeddedStore {
                         Write::Check { .. } => {}
                     }
                 }
+                reap_expired(&mut table, &mut index_table, &mut tokens, &mut expiring)?;
             }
             // redb commits atomically, but a failed commit (an fsync error, say) may still have
             // reached the disk: the caller must treat it as an unknown outcome.

@@ -63,6 +63,10 @@ pub struct Item {
     pub token: Option<Token>,
     pub body: Vec<u8>,
     pub index: Option<Key>,
+    /// Unix seconds after which the store may delete the item by itself (DynamoDB's TTL; the
+    /// embedded store reaps expired items as it writes). Deletion may lag, as DynamoDB's does by
+    /// up to days: readers that care compare the time themselves.
+    pub expires_at: Option<u64>,
 }
 
 /// What must hold about an item's current state for a write to apply.

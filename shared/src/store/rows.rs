@@ -273,6 +273,20 @@ pub fn put_indexed<T: Serialize>(
     put_item(key, row, condition, version, index, None)
 }
 
+/// A put of a row that the store may delete by itself after `expires_at` (Unix seconds).
+pub fn put_expiring<T: Serialize>(
+    key: Key,
+    row: &T,
+    condition: Condition,
+    expires_at: u64,
+) -> Write {
+    let mut write = put(key, row, condition);
+    if let Write::Put { item, .. } = &mut write {
+        item.expires_at = Some(expires_at);
+    }
+    write
+}
+
 /// A put of a row that carries a write token, drawn afresh here for this write.
 /// `previous_version` is the version read (`None` for a new row).
 pub fn put_tokened<T: Serialize>(
@@ -301,6 +315,7 @@ fn put_item<T: Serialize>(
             token,
             body,
             index,
+            expires_at: None,
         },
         condition,
     }
