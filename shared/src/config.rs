@@ -68,6 +68,10 @@ pub struct Settings {
     /// Seconds that tokens, orgs and memberships are remembered (0: read them on every request).
     #[arg(long, env = "FLOE_AUTH_CACHE_SECS", default_value_t = 10)]
     pub auth_cache_secs: u64,
+    /// How long clients may retry a mutation with one Idempotency-Key (ISO-8601, e.g. PT30M;
+    /// `off` turns keys off). Advertised in /v1/config.
+    #[arg(long, env = "FLOE_IDEMPOTENCY_KEY_LIFETIME", default_value = "PT30M", value_parser = parse_lifetime)]
+    pub idempotency_key_lifetime: Lifetime,
     /// Key that signs page tokens; instances behind one endpoint must share it.
     #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
     pub page_token_secret: Option<String>,
@@ -161,4 +165,18 @@ mod tests {
     fn vended_credentials_keep_at_least_55_minutes_by_default() {
         assert_eq!(defaults().credentials_min_remaining_secs, 55 * 60);
     }
+}
+
+/// An optional duration setting (`off` for none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetime(pub Option<std::time::Duration>);
+
+fn parse_lifetime(text: &str) -> Result<Lifetime, String> {
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(Lifetime(None));
+    }
+    crate::catalog::parse_iso_duration(text)
+        .filter(|d| !d.is_zero())
+        .map(|d| Lifetime(Some(d)))
+        .ok_or_else(|| format!("'{text}' is not an ISO-8601 duration such as PT30M, or off"))
 }

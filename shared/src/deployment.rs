@@ -308,7 +308,8 @@ pub async fn open_catalog_wrapped(
         gcs: Some(Arc::new(gcs_vendor)),
     });
     let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock)
-        .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs));
+        .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
+        .with_idempotency_lifetime(settings.idempotency_key_lifetime.0);
     if let Some(secret) = &settings.page_token_secret {
         catalog = catalog.with_page_token_key(secret.as_bytes());
     }
@@ -353,6 +354,9 @@ pub async fn open_wrapped(
         s3_secret_access_key: None,
         credentials_min_remaining_secs: DEFAULT_CREDENTIALS_MIN_REMAINING_SECS,
         auth_cache_secs: 10,
+        idempotency_key_lifetime: crate::config::Lifetime(Some(
+            crate::catalog::idempotency::DEFAULT_LIFETIME,
+        )),
         page_token_secret: None,
         oidc_issuer: None,
         oidc_audience: None,

@@ -41,6 +41,9 @@ pub enum CatalogError {
     /// An answer over what AWS Lambda can return (500): the client must ask for less.
     #[error("{0}")]
     ResponseTooLarge(String),
+    /// Not now: the request was not applied and may be retried as it is (503, Retry-After).
+    #[error("{0}")]
+    Busy(String),
     /// A spec operation this catalog does not offer (406).
     #[error("{0}")]
     Unsupported(String),

@@ -13,6 +13,14 @@ pub struct CatalogConfig {
     pub defaults: BTreeMap<String, String>,
     pub overrides: BTreeMap<String, String>,
     pub endpoints: Vec<String>,
+    /// Advertises `Idempotency-Key` support: how long a client may retry with one key
+    /// (ISO-8601, e.g. `PT30M`).
+    #[serde(
+        rename = "idempotency-key-lifetime",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub idempotency_key_lifetime: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -4,6 +4,7 @@
 //! the request. Each function must use exactly what it declares: a use it does not declare would
 //! be an action its role lacks on AWS; a declared use no path exercises would be a grant to
 //! remove. The test also checks that it called every route, so a new route is checked too.
+//! Every request carries an Idempotency-Key, as Java clients send on mutations.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -270,7 +271,9 @@ async fn send(
         .method(method)
         .uri(uri)
         .header("authorization", format!("Bearer {token}"))
-        .header("x-iceberg-access-delegation", "vended-credentials");
+        .header("x-iceberg-access-delegation", "vended-credentials")
+        // Mutations with a key also claim and finalise it: uses of their functions too.
+        .header("idempotency-key", uuid::Uuid::now_v7().to_string());
     if body.is_some() {
         request = request.header("content-type", "application/json");
     }

@@ -9,6 +9,7 @@ mod config;
 mod errors;
 mod freshness;
 mod iam;
+mod idempotency;
 mod integrity;
 mod lifecycle;
 mod management;

@@ -227,6 +227,11 @@ impl TestCatalog {
         .await
     }
 
+    /// A catalog with wrapped adapters whose options `configure` sets (a clock, say).
+    pub async fn custom(wrap: Wrap, configure: impl FnOnce(Catalog) -> Catalog) -> Self {
+        Self::build_with(Backend::from_env(), wrap, configure).await
+    }
+
     async fn build(backend: Backend, wrap: Wrap) -> Self {
         Self::build_with(backend, wrap, |catalog| catalog).await
     }
@@ -536,9 +541,24 @@ impl TestCatalog {
         token: Option<&str>,
         body: Option<Bytes>,
     ) -> Answer {
+        self.send(method, uri, token, body, &[]).await
+    }
+
+    /// A request to `uri` (from the root, e.g. `/iceberg/v1/...`) with extra headers.
+    pub async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        token: Option<&str>,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let mut builder = Request::builder().method(method).uri(uri);
         if let Some(token) = token {
             builder = builder.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
         }
         let request = builder
             .body(axum::body::Body::from(body.unwrap_or_default()))

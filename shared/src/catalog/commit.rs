@@ -184,7 +184,7 @@ impl Catalog {
             Condition::TokenIs(current.token),
             Some(current.version),
         );
-        match self.store.write(vec![swap]).await {
+        match self.write_change(vec![swap]).await {
             Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 location,

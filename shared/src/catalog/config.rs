@@ -33,6 +33,62 @@ impl Catalog {
             defaults: BTreeMap::new(),
             overrides,
             endpoints: advertised_endpoints(),
+            idempotency_key_lifetime: self.idempotency_lifetime.map(iso_duration),
         })
+    }
+}
+
+/// A duration as ISO-8601 (`PT30M`, `PT1H`, `PT90S`), as `idempotency-key-lifetime` is written.
+pub fn iso_duration(duration: std::time::Duration) -> String {
+    let seconds = duration.as_secs();
+    match seconds {
+        s if s % 3600 == 0 && s > 0 => format!("PT{}H", s / 3600),
+        s if s % 60 == 0 && s > 0 => format!("PT{}M", s / 60),
+        s => format!("PT{s}S"),
+    }
+}
+
+/// Reads an ISO-8601 time duration as `PT[nH][nM][nS]` (what `idempotency-key-lifetime`
+/// takes); `None` for anything else.
+pub fn parse_iso_duration(text: &str) -> Option<std::time::Duration> {
+    let mut rest = text.strip_prefix("PT")?;
+    if rest.is_empty() {
+        return None;
+    }
+    let mut seconds = 0u64;
+    for (unit, scale) in [('H', 3600), ('M', 60), ('S', 1)] {
+        if let Some((number, tail)) = rest.split_once(unit) {
+            if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            seconds = seconds.checked_add(number.parse::<u64>().ok()?.checked_mul(scale)?)?;
+            rest = tail;
+        }
+    }
+    rest.is_empty()
+        .then(|| std::time::Duration::from_secs(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_and_write_as_iso_8601() {
+        for (text, seconds) in [
+            ("PT30M", 1800),
+            ("PT1H", 3600),
+            ("PT90S", 90),
+            ("PT1H30M", 5400),
+        ] {
+            assert_eq!(parse_iso_duration(text), Some(Duration::from_secs(seconds)));
+        }
+        for bad in ["", "PT", "30M", "P1D", "PTM", "PT1X", "PT-1S", "PT1M2H"] {
+            assert_eq!(parse_iso_duration(bad), None, "{bad}");
+        }
+        assert_eq!(iso_duration(Duration::from_secs(1800)), "PT30M");
+        assert_eq!(iso_duration(Duration::from_secs(7200)), "PT2H");
+        assert_eq!(iso_duration(Duration::from_secs(45)), "PT45S");
     }
 }

@@ -9,6 +9,7 @@ mod buckets;
 mod commit;
 mod config;
 mod grants;
+pub mod idempotency;
 mod lifecycle;
 pub mod metadata;
 pub mod names;
@@ -28,6 +29,7 @@ pub use admin::{
 };
 pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
+pub use config::{iso_duration, parse_iso_duration};
 pub use grants::{GrantView, canonical_principal};
 pub use lifecycle::{DeleteOptions, NamespaceStatus};
 pub use tables::TableRequestOptions;
@@ -69,6 +71,8 @@ pub struct Catalog {
     /// Signalled when an admin asks for a purge now (an immediate delete): a purger running
     /// beside the server (`floe serve`) wakes on it.
     purge_wanted: Arc<tokio::sync::Notify>,
+    /// How long clients may retry a mutation with one `Idempotency-Key`; `None`: off.
+    idempotency_lifetime: Option<Duration>,
 }
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
@@ -104,6 +108,7 @@ impl Catalog {
             commit_retry: CommitRetry::default(),
             sealer: None,
             purge_wanted: Arc::default(),
+            idempotency_lifetime: Some(idempotency::DEFAULT_LIFETIME),
             clock,
         }
     }
@@ -151,6 +156,12 @@ impl Catalog {
     }
 
     /// How often and how patiently a commit that lost the swap is rebased and retried.
+    /// Sets how long clients may retry with one `Idempotency-Key` (`None` turns keys off).
+    pub fn with_idempotency_lifetime(mut self, lifetime: Option<Duration>) -> Self {
+        self.idempotency_lifetime = lifetime.filter(|l| !l.is_zero());
+        self
+    }
+
     pub fn with_commit_retry(mut self, retry: CommitRetry) -> Self {
         self.commit_retry = retry;
         self

@@ -148,7 +148,7 @@ impl Catalog {
                 Condition::NotExists,
             ),
         ];
-        match self.store.write(writes).await {
+        match self.write_change(writes).await {
             Ok(()) => Ok(response(&row)),
             Err(e) => {
                 storage::remove_marker(&*objects, &root).await;
@@ -213,7 +213,7 @@ impl Catalog {
         // Conditioned on the version read: a purge that fenced the namespace since moved it.
         let key = keys::namespace(org, name);
         let write = rows::put(key.clone(), &row, Condition::VersionIs(old.version));
-        match self.store.write(vec![write]).await {
+        match self.write_change(vec![write]).await {
             Ok(()) => {}
             Err(StoreError::ConditionFailed { .. }) => {
                 let now = rows::get::<NamespaceRow>(&*self.store, &key).await?;
@@ -286,7 +286,7 @@ impl Catalog {
                 key: keys::public_namespace(&ctx.org.name, name),
                 condition: Condition::Always,
             };
-            match self.store.write(vec![write, unlist]).await {
+            match self.write_change(vec![write, unlist]).await {
                 Ok(()) => {
                     self.namespaces.clear();
                     return Ok(());
@@ -334,18 +334,20 @@ impl Catalog {
             }
             row.properties.extend(updates.clone());
             let key = keys::namespace(&ctx.org.name, name);
+            let answer = UpdateNamespacePropertiesResponse {
+                updated: updates.keys().cloned().collect(),
+                removed,
+                missing,
+            };
+            let recorded = serde_json::to_string(&answer).ok();
             match self
-                .store
-                .write(vec![rows::put(key, &row, Condition::VersionIs(ns.version))])
+                .write_change_answering(
+                    vec![rows::put(key, &row, Condition::VersionIs(ns.version))],
+                    recorded,
+                )
                 .await
             {
-                Ok(()) => {
-                    return Ok(UpdateNamespacePropertiesResponse {
-                        updated: updates.keys().cloned().collect(),
-                        removed,
-                        missing,
-                    });
-                }
+                Ok(()) => return Ok(answer),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }

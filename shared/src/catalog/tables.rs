@@ -295,7 +295,7 @@ impl Catalog {
                 Condition::NotExists,
             ));
         }
-        let outcome = self.store.write(writes).await;
+        let outcome = self.write_change(writes).await;
         // A metadata file is never deleted on a failure path: nothing references it unless the
         // write landed, and an orphan is harmless. An override's marker is released only when
         // the write certainly did not land.
@@ -439,7 +439,7 @@ impl Catalog {
                     condition: Condition::TokenIs(row.token),
                 },
             ];
-            match self.store.write(writes).await {
+            match self.write_change(writes).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
@@ -491,7 +491,7 @@ impl Catalog {
             .await?;
         let carries_grants = !carried.is_empty();
         writes.extend(carried);
-        match self.store.write(writes).await {
+        match self.write_change(writes).await {
             Ok(()) => {
                 if carries_grants {
                     self.standing.clear();

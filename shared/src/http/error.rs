@@ -36,6 +36,7 @@ impl CatalogError {
             CatalogError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             CatalogError::Unsupported(_) => StatusCode::NOT_ACCEPTABLE,
             CatalogError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            CatalogError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             CatalogError::ResponseTooLarge(_)
             | CatalogError::CommitStateUnknown(_)
             | CatalogError::Internal(_)
@@ -61,6 +62,7 @@ impl CatalogError {
             CatalogError::Unprocessable(_) => "UnprocessableEntityException",
             CatalogError::Unsupported(_) => "UnsupportedOperationException",
             CatalogError::PayloadTooLarge(_) => "PayloadTooLargeException",
+            CatalogError::Busy(_) => "ServiceUnavailableException",
             CatalogError::ResponseTooLarge(_) => "ResponseTooLargeException",
             CatalogError::CommitStateUnknown(_) => "CommitStateUnknownException",
             CatalogError::Internal(_) | CatalogError::Store(_) | CatalogError::Objects(_) => {
@@ -83,6 +85,16 @@ impl CatalogError {
 impl IntoResponse for CatalogError {
     fn into_response(self) -> Response {
         let status = self.status();
+        if let CatalogError::Busy(_) = &self {
+            // Java's HTTP client re-sends a POST on 503 only with Retry-After.
+            tracing::info!(message = %self, "request deferred");
+            return (
+                status,
+                [(http::header::RETRY_AFTER, "1")],
+                Json(self.to_model()),
+            )
+                .into_response();
+        }
         if status.is_server_error() {
             // The source of a store or storage failure is logged here, never sent.
             let source = std::error::Error::source(&self).map(ToString::to_string);

@@ -23,7 +23,7 @@ fn page(query: &QueryMap) -> Result<PageRequest, CatalogError> {
     PageRequest::parse(query.get("pageToken"), query.get("pageSize"))
 }
 
-fn table_options(
+pub(super) fn table_options(
     headers: &HeaderMap,
     query: &QueryMap,
 ) -> Result<TableRequestOptions, CatalogError> {
@@ -50,7 +50,7 @@ fn table_options(
 }
 
 /// A LoadTableResult as a JSON response, without re-serializing its metadata.
-fn table_response(result: crate::types::LoadTableResult) -> Response {
+pub(super) fn table_response(result: crate::types::LoadTableResult) -> Response {
     json_with_tag(result.to_json(), &result.etag)
 }
 

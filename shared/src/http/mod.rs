@@ -5,6 +5,7 @@
 pub mod error;
 pub mod extract;
 mod handlers;
+pub mod idempotency;
 pub mod lambda_limits;
 pub mod management;
 
@@ -73,8 +74,11 @@ pub fn management_router(catalog: Arc<Catalog>) -> Router {
 /// A router serving the routes of `groups`, and the management API when `management` is set.
 pub fn router_with(catalog: Arc<Catalog>, groups: &[Group], management: bool) -> Router {
     let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
+    let state = AppState {
+        catalog: catalog.clone(),
+    };
     for route in ROUTES.iter().filter(|r| groups.contains(&r.group)) {
-        let added = method_router(route.operation);
+        let added = idempotency::keyed(method_router(route.operation), &state, route.operation);
         let merged = match by_path.remove(route.path) {
             Some(existing) => existing.merge(added),
             None => added,

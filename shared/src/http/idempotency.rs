@@ -1,0 +1,273 @@
+//! `Idempotency-Key` on the mutating routes (spec 1.11): the first request with a key runs and
+//! its answer is recorded; a retry gets that answer without running again. What is stored and
+//! how keys are claimed is `catalog::idempotency`; this layer picks the routes, fingerprints the
+//! request and renders replays.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use http::StatusCode;
+use http::request::Parts;
+use sha2::{Digest, Sha256};
+
+use super::AppState;
+use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap};
+use super::handlers::{table_options, table_response};
+use crate::catalog::idempotency::{Claim, KeyClaim, Recorded, Replay};
+use crate::error::CatalogError;
+use crate::model::Principal;
+use crate::routes::Operation;
+use crate::types::CommitTableResponse;
+
+/// The request header, as the spec names it.
+pub const HEADER: &str = "idempotency-key";
+
+/// The routes that take a key: the spec's mutations that Floe serves.
+fn takes_key(operation: Operation) -> bool {
+    matches!(
+        operation,
+        Operation::CreateNamespace
+            | Operation::DropNamespace
+            | Operation::UpdateNamespaceProperties
+            | Operation::CreateTable
+            | Operation::CommitTable
+            | Operation::DropTable
+            | Operation::RenameTable
+    )
+}
+
+/// `route` with keys honoured when `operation` takes them.
+pub fn keyed(
+    route: MethodRouter<AppState>,
+    state: &AppState,
+    operation: Operation,
+) -> MethodRouter<AppState> {
+    if !takes_key(operation) {
+        return route;
+    }
+    route.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        move |State(state): State<AppState>, request: Request, next: Next| {
+            with_key(state, operation, request, next)
+        },
+    ))
+}
+
+/// Requests without a key (or with keys off) pass as they are.
+async fn with_key(state: AppState, operation: Operation, request: Request, next: Next) -> Response {
+    if state.catalog.idempotency_lifetime().is_none() || !request.headers().contains_key(HEADER) {
+        return next.run(request).await;
+    }
+    run_keyed(state, operation, request, next)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn run_keyed(
+    state: AppState,
+    operation: Operation,
+    request: Request,
+    next: Next,
+) -> Result<Response, CatalogError> {
+    let (mut parts, body) = request.into_parts();
+    let key = parts
+        .headers
+        .get(HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    crate::catalog::idempotency::validate_key(&key)?;
+    // Keys belong to their principal: nobody can replay (or block) another's answers.
+    let Authenticated(principal) = Authenticated::from_request_parts(&mut parts, &state).await?;
+    let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            CatalogError::PayloadTooLarge(format!(
+                "Request body exceeds {MAX_BODY_BYTES} bytes, the most this catalog accepts"
+            ))
+        })?;
+    let fingerprint = fingerprint(&parts, &body);
+    match state
+        .catalog
+        .claim_key(&key, &principal.id, &fingerprint)
+        .await?
+    {
+        Claim::Replay(replay) => {
+            tracing::info!(operation = ?operation, "idempotent replay");
+            replay_answer(&state, operation, &mut parts, &principal, &body, replay).await
+        }
+        Claim::Run(claim) => {
+            let request = Request::from_parts(parts, Body::from(body));
+            let response = claim.scope(next.run(request)).await;
+            Ok(finish(&state, operation, &claim, response).await)
+        }
+    }
+}
+
+/// What a key was used for: method, path with query, and body.
+fn fingerprint(parts: &Parts, body: &[u8]) -> String {
+    let mut digest = Sha256::new();
+    digest.update(parts.method.as_str().as_bytes());
+    digest.update([0]);
+    let target = parts.uri.path_and_query().map_or("", |p| p.as_str());
+    digest.update(target.as_bytes());
+    digest.update([0]);
+    digest.update(body);
+    hex::encode(digest.finalize())
+}
+
+/// Whether an answer is final (the spec: 2xx and deterministic 4xx). Authorization answers are
+/// not (a grant may come), nor are throttling, timeouts and 5xx.
+fn is_final(status: StatusCode) -> bool {
+    status.is_success()
+        || (status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 408 | 419 | 429))
+}
+
+/// Records the answer (or releases the key) and passes the answer on.
+async fn finish(
+    state: &AppState,
+    operation: Operation,
+    claim: &KeyClaim,
+    response: Response,
+) -> Response {
+    if !is_final(response.status()) {
+        state.catalog.finish_key(claim, None).await;
+        return response;
+    }
+    // A table answer carries credentials: it is never stored, but built again on replay.
+    if response.status().is_success()
+        && matches!(operation, Operation::CreateTable | Operation::CommitTable)
+    {
+        state
+            .catalog
+            .finish_key(claim, Some(Recorded::Reload))
+            .await;
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            state.catalog.finish_key(claim, None).await;
+            return CatalogError::Internal(format!("cannot read the answer: {e}")).into_response();
+        }
+    };
+    let recorded = Recorded::Stored {
+        status: parts.status.as_u16(),
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    };
+    state.catalog.finish_key(claim, Some(recorded)).await;
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// The answer to a retry of a request that already happened.
+async fn replay_answer(
+    state: &AppState,
+    operation: Operation,
+    parts: &mut Parts,
+    principal: &Principal,
+    body: &[u8],
+    replay: Replay,
+) -> Result<Response, CatalogError> {
+    let stored = |status: u16, body: String| -> Response {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+        if body.is_empty() {
+            return status.into_response();
+        }
+        (
+            status,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    };
+    match replay {
+        Replay::Recorded(Recorded::Stored { status, body }) => Ok(stored(status, body)),
+        Replay::Applied {
+            answer: Some(answer),
+        } => Ok(stored(200, answer)),
+        Replay::Recorded(Recorded::Reload) | Replay::Applied { answer: None } => {
+            rebuild(state, operation, parts, principal, body).await
+        }
+    }
+}
+
+/// The answer of an operation that landed, built from the catalog as it is now (the spec lets
+/// a replay reflect newer state).
+async fn rebuild(
+    state: &AppState,
+    operation: Operation,
+    parts: &mut Parts,
+    principal: &Principal,
+    body: &[u8],
+) -> Result<Response, CatalogError> {
+    let params = Params::from_request_parts(parts, state).await?;
+    let catalog = &state.catalog;
+    let ctx = catalog.org_context(principal, params.prefix()?).await?;
+    match operation {
+        Operation::CreateNamespace => {
+            let request: crate::types::CreateNamespaceRequest = serde_json::from_slice(body)
+                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+            let name = crate::catalog::names::single_level(&request.namespace)?;
+            Ok(Json(catalog.load_namespace(&ctx, name).await?).into_response())
+        }
+        Operation::CreateTable => {
+            let request: crate::types::CreateTableRequest = serde_json::from_slice(body)
+                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+            let query = QueryMap::from_request_parts(parts, state).await?;
+            let options = table_options(&parts.headers, &query)?;
+            let loaded = catalog
+                .load_table(&ctx, &params.namespace()?, &request.name, options)
+                .await?;
+            Ok(table_response(loaded))
+        }
+        Operation::CommitTable => {
+            let (namespace, table) = params.table()?;
+            let loaded = catalog
+                .load_table(&ctx, &namespace, &table, Default::default())
+                .await?;
+            let answer = CommitTableResponse {
+                metadata_location: loaded.metadata_location.unwrap_or_default(),
+                metadata: loaded.metadata,
+                etag: loaded.etag,
+            };
+            Ok((
+                [
+                    (http::header::CONTENT_TYPE, "application/json".to_owned()),
+                    (http::header::ETAG, answer.etag.clone()),
+                ],
+                answer.to_json(),
+            )
+                .into_response())
+        }
+        // Drops and renames answer no body.
+        _ => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routes::ROUTES;
+
+    #[test]
+    fn final_answers_are_success_and_deterministic_client_errors() {
+        for final_status in [200, 204, 400, 404, 406, 409, 422] {
+            assert!(is_final(StatusCode::from_u16(final_status).unwrap()));
+        }
+        for retried in [401, 403, 408, 419, 429, 500, 502, 503, 504] {
+            assert!(!is_final(StatusCode::from_u16(retried).unwrap()));
+        }
+    }
+
+    #[test]
+    fn every_keyed_route_is_a_mutation() {
+        for route in ROUTES.iter().filter(|r| takes_key(r.operation)) {
+            assert!(matches!(route.method, "POST" | "DELETE"), "{route:?}");
+        }
+        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 7);
+    }
+}
