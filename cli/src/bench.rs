@@ -1,14 +1,19 @@
-//! `floe bench`: loadTable and commit latency over loopback HTTP, and what each load variant
-//! (full, `snapshots=refs`, gzip, a 304 on an unchanged table) costs in time and bytes.
+//! `floe bench`: loadTable and commit latency over loopback HTTP at several table sizes (built
+//! through the API), what each load variant (full, `snapshots=refs`, gzip, a 304 on an unchanged
+//! table) costs in time and bytes, the store and object round trips and CPU time of each
+//! operation, and (`--cost`) what a million of each would cost on AWS.
 //!
 //! By default it starts its own catalog (embedded store, temporary data directory) on a free
 //! 127.0.0.1 port, so the figures are reproducible with one command; `--url` and `--token`
 //! measure an already running catalog instead.
 
+mod cost;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Args;
+use floe::objects::observed::{ObjectCounter, ObjectCounts, ObservedObjects};
 use floe::store::observed::{ObservedStore, StoreCounter, StoreCounts};
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -45,6 +50,18 @@ pub struct BenchArgs {
     /// same bytes, and print Floe's throughput as a ratio of it.
     #[arg(long)]
     floor: bool,
+    /// Table sizes (snapshots, built through the API) at which loads and commits are measured.
+    #[arg(long, value_delimiter = ',', default_value = "0,1000")]
+    snapshots: Vec<usize>,
+    /// Snapshots added per commit while a table grows to the next size (unmeasured).
+    #[arg(long, default_value_t = 100)]
+    batch: usize,
+    /// Measured commits (single appends) per size; default: --iterations.
+    #[arg(long)]
+    commits: Option<usize>,
+    /// Print dollars per million loads and commits on AWS (needs the private catalog).
+    #[arg(long)]
+    cost: bool,
 }
 
 struct Http {
@@ -150,7 +167,7 @@ impl Summary {
 
 pub async fn run(args: BenchArgs) -> Result<(), String> {
     let _private: Option<tempfile::TempDir>;
-    let mut counter: Option<Arc<StoreCounter>> = None;
+    let mut meter: Option<Meter> = None;
     let (base, token, warehouse) = match (&args.url, &args.token) {
         (Some(url), Some(token)) => {
             _private = None;
@@ -164,17 +181,70 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         (None, _) => {
             let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
             let (url, token, counting) = start_private_catalog(dir.path()).await?;
-            counter = Some(counting);
+            meter = Some(counting);
             _private = Some(dir);
             (url, token, "demo".to_owned())
         }
     };
+    if args.cost && meter.is_none() {
+        return Err("--cost counts requests inside the private catalog: leave out --url".into());
+    }
     let client = Client::builder(TokioExecutor::new()).build_http();
     let http = Http {
         client,
         base,
         token,
     };
+    let table_path = create_table(&http, &warehouse).await?;
+    let throughput = if args.seconds > 0 {
+        Some(measure_throughput(&http, &table_path, &args).await?)
+    } else {
+        None
+    };
+    let mut sizes = args.snapshots.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut table = Growth::default();
+    let mut results = Vec::with_capacity(sizes.len());
+    for size in sizes {
+        table
+            .grow_to(&http, &table_path, size, args.batch.max(1))
+            .await?;
+        let loads = measure_variants(&http, &table_path, &args, meter.as_ref()).await?;
+        let commits =
+            measure_commits(&http, &table_path, &args, &mut table, meter.as_ref()).await?;
+        results.push((size, loads, commits));
+    }
+    println!(
+        "floe bench: {} ({} measured requests per row, {} warm-up)",
+        http.base, args.iterations, args.warmup
+    );
+    for (size, loads, commits) in &mut results {
+        for variant in loads.iter_mut() {
+            let label = format!("{size} snapshots, {}", variant.label);
+            variant.summary.print(&label);
+            println!("{:<10} {:<32} {} bytes per answer", "", "", variant.bytes);
+            if let Some(usage) = &variant.usage {
+                print_usage(usage);
+            }
+        }
+        let label = format!("{size} snapshots, append");
+        commits.summary.print(&label);
+        if let Some(usage) = &commits.usage {
+            print_usage(usage);
+        }
+    }
+    if let Some(throughput) = throughput {
+        throughput.print(&args);
+    }
+    if args.cost {
+        print_costs(&results);
+    }
+    Ok(())
+}
+
+/// A namespace and an empty table to measure; answers the table's path.
+async fn create_table(http: &Http, warehouse: &str) -> Result<String, String> {
     let config = http
         .expect(
             Method::GET,
@@ -196,7 +266,6 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         StatusCode::OK,
     )
     .await?;
-    let table_path = format!("/v1/{prefix}/namespaces/{ns}/tables/events");
     http.expect(
         Method::POST,
         &format!("/v1/{prefix}/namespaces/{ns}/tables"),
@@ -209,71 +278,145 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         StatusCode::OK,
     )
     .await?;
+    Ok(format!("/v1/{prefix}/namespaces/{ns}/tables/events"))
+}
 
-    let counts = || counter.as_ref().map(|c| c.counts());
-    let throughput = if args.seconds > 0 {
-        Some(measure_throughput(&http, &table_path, &args).await?)
-    } else {
-        None
-    };
-    let before_loads = counts();
-    let small = measure_variants(&http, &table_path, &args).await?;
-    let load_counts = counts().zip(before_loads).map(|(a, b)| a.since(&b));
-    let mut parent: Option<i64> = None;
-    let mut sequence = 0i64;
-    let mut commits = Summary {
+/// The measured table's snapshot chain, as the bench has built it.
+#[derive(Default)]
+struct Growth {
+    parent: Option<i64>,
+    snapshots: usize,
+}
+
+impl Growth {
+    /// A commit adding `count` snapshots on `main`, each the parent of the next.
+    fn append(&mut self, count: usize) -> Value {
+        let mut updates = Vec::with_capacity(count + 1);
+        let requirement =
+            json!([{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": self.parent}]);
+        for _ in 0..count {
+            self.snapshots += 1;
+            let id = 1_000 + self.snapshots as i64;
+            updates.push(json!({"action": "add-snapshot", "snapshot": {
+                "snapshot-id": id, "parent-snapshot-id": self.parent,
+                "sequence-number": self.snapshots, "timestamp-ms": now_ms(),
+                "manifest-list": format!("file:///bench/snap-{id}.avro"),
+                "summary": {"operation": "append"}, "schema-id": 0}}));
+            self.parent = Some(id);
+        }
+        updates.push(json!({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": self.parent}));
+        json!({"requirements": requirement, "updates": updates})
+    }
+
+    /// Commits `batch` snapshots at a time until the table has `size` (unmeasured).
+    async fn grow_to(
+        &mut self,
+        http: &Http,
+        path: &str,
+        size: usize,
+        batch: usize,
+    ) -> Result<(), String> {
+        while self.snapshots < size {
+            let body = self.append(batch.min(size - self.snapshots));
+            http.expect(Method::POST, path, Some(body), StatusCode::OK)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Single appends at the table's current size.
+struct Commits {
+    summary: Summary,
+    usage: Option<Usage>,
+}
+
+async fn measure_commits(
+    http: &Http,
+    path: &str,
+    args: &BenchArgs,
+    table: &mut Growth,
+    meter: Option<&Meter>,
+) -> Result<Commits, String> {
+    let count = args.commits.unwrap_or(args.iterations);
+    let mut summary = Summary {
         name: "commit",
-        samples: Vec::with_capacity(args.iterations),
+        samples: Vec::with_capacity(count),
     };
-    let before_commits = counts();
-    for i in 0..(args.warmup + args.iterations) {
-        sequence += 1;
-        let snapshot_id = 1_000 + i as i64;
-        let body = json!({
-            "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
-            "updates": [
-                {"action": "add-snapshot", "snapshot": {
-                    "snapshot-id": snapshot_id, "parent-snapshot-id": parent, "sequence-number": sequence,
-                    "timestamp-ms": now_ms(), "manifest-list": format!("file:///bench/snap-{snapshot_id}.avro"),
-                    "summary": {"operation": "append"}, "schema-id": 0}},
-                {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}
-            ]
-        });
+    let mut bytes = 0;
+    let mut used = None;
+    for i in 0..(args.warmup + count) {
+        if i == args.warmup {
+            used = meter.map(Meter::read);
+        }
+        let body = table.append(1);
         let started = Instant::now();
-        http.expect(Method::POST, &table_path, Some(body), StatusCode::OK)
+        let answer = http
+            .expect(Method::POST, path, Some(body), StatusCode::OK)
             .await?;
         if i >= args.warmup {
-            commits.samples.push(started.elapsed());
+            summary.samples.push(started.elapsed());
         }
-        parent = Some(snapshot_id);
+        bytes = answer.len();
     }
-    let commit_counts = counts().zip(before_commits).map(|(a, b)| a.since(&b));
-    let large = measure_variants(&http, &table_path, &args).await?;
+    let usage = meter
+        .zip(used)
+        .map(|(m, before)| m.read().since(&before, count, bytes));
+    Ok(Commits { summary, usage })
+}
+
+fn print_usage(usage: &Usage) {
+    let n = usage.requests as f64;
     println!(
-        "floe bench: {} ({} measured requests per row, {} warm-up)",
-        http.base, args.iterations, args.warmup
+        "{:<10} {:<32} per request: {:.2} store reads, {:.2} store writes ({:.2} items), {:.2} object GETs, {:.2} PUTs, {:.2} LISTs, {:.3} ms CPU",
+        "",
+        "",
+        usage.store.reads() as f64 / n,
+        usage.store.writes as f64 / n,
+        usage.store.items_written as f64 / n,
+        usage.objects.gets as f64 / n,
+        usage.objects.puts as f64 / n,
+        usage.objects.lists as f64 / n,
+        usage.cpu.as_secs_f64() * 1000.0 / n,
     );
-    for (snapshots, variants) in [(0, small), (args.warmup + args.iterations, large)] {
-        for mut variant in variants {
-            let label = format!("{snapshots} snapshots, {}", variant.label);
-            let bytes = variant.bytes;
-            variant.summary.print(&label);
-            println!("{:<10} {:<32} {bytes} bytes per answer", "", "");
+}
+
+fn print_costs(results: &[(usize, Vec<Variant>, Commits)]) {
+    println!("cost per million operations on AWS (floe bench --cost):");
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "operation", "billed", "lambda", "api-gw", "dynamodb", "s3", "total"
+    );
+    let row = |label: String, usage: &Usage| {
+        let op = cost::PerOperation::new(
+            &usage.store,
+            &usage.objects,
+            usage.cpu.as_secs_f64() * 1000.0,
+            usage.requests as f64,
+            usage.response_bytes,
+        );
+        let c = cost::per_million(&op);
+        println!(
+            "{label:<34} {:>7.0}ms {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+            cost::billed_ms(&op),
+            c.lambda,
+            c.http_api,
+            c.dynamodb,
+            c.s3,
+            c.total()
+        );
+    };
+    for (size, loads, commits) in results {
+        for variant in loads {
+            if let Some(usage) = &variant.usage {
+                row(format!("loadTable {}, {size}", variant.label), usage);
+            }
+        }
+        if let Some(usage) = &commits.usage {
+            row(format!("commit, {size}"), usage);
         }
     }
-    commits.print("appends");
-    if let Some(throughput) = throughput {
-        throughput.print(&args);
-    }
-    let requests = (args.warmup + args.iterations) as f64;
-    if let Some(c) = load_counts {
-        // Every load variant of the first phase, 304s included.
-        print_store_costs("loadTable", &c, requests * LOAD_VARIANTS.len() as f64);
-    }
-    if let Some(c) = commit_counts {
-        print_store_costs("commit", &c, requests);
-    }
-    Ok(())
+    println!("{}", cost::assumptions());
 }
 
 /// Warm loadTable throughput with concurrent clients, and the floor's when asked.
@@ -408,12 +551,14 @@ struct Variant {
     summary: Summary,
     /// Size of the answer's body as sent.
     bytes: usize,
+    usage: Option<Usage>,
 }
 
 async fn measure_variants(
     http: &Http,
     path: &str,
     args: &BenchArgs,
+    meter: Option<&Meter>,
 ) -> Result<Vec<Variant>, String> {
     let mut out = Vec::with_capacity(LOAD_VARIANTS.len());
     for LoadVariant {
@@ -444,7 +589,11 @@ async fn measure_variants(
             samples: Vec::with_capacity(args.iterations),
         };
         let mut bytes = 0;
+        let mut used = None;
         for i in 0..(args.warmup + args.iterations) {
+            if i == args.warmup {
+                used = meter.map(Meter::read);
+            }
             let started = Instant::now();
             let (status, _, body) = http.call_with(Method::GET, &uri, None, &all).await?;
             if status != want {
@@ -457,26 +606,82 @@ async fn measure_variants(
             }
             bytes = body.len();
         }
+        let usage = meter
+            .zip(used)
+            .map(|(m, before)| m.read().since(&before, args.iterations, bytes));
         out.push(Variant {
             label,
             summary,
             bytes,
+            usage,
         });
     }
     Ok(out)
 }
 
-/// Store requests per operation, averaged over every request of the phase (warm-up included).
-fn print_store_costs(name: &str, counts: &StoreCounts, requests: f64) {
-    println!(
-        "{name:<10} store per request: {:.2} reads ({:.2} get, {:.2} query, {:.2} index), {:.2} writes ({:.2} items)",
-        counts.reads() as f64 / requests,
-        counts.gets as f64 / requests,
-        counts.queries as f64 / requests,
-        counts.index_queries as f64 / requests,
-        counts.writes as f64 / requests,
-        counts.items_written as f64 / requests,
-    );
+/// What the private catalog has used so far: store and object requests, and CPU time.
+struct Meter {
+    store: Arc<StoreCounter>,
+    objects: Arc<ObjectCounter>,
+}
+
+/// One reading of a [`Meter`].
+struct Reading {
+    store: StoreCounts,
+    objects: ObjectCounts,
+    cpu: Duration,
+}
+
+/// What `requests` requests used between two readings.
+struct Usage {
+    store: StoreCounts,
+    objects: ObjectCounts,
+    /// CPU time of the whole bench process (catalog and client).
+    cpu: Duration,
+    requests: usize,
+    /// Size of one answer's body as sent.
+    response_bytes: usize,
+}
+
+impl Meter {
+    fn read(&self) -> Reading {
+        Reading {
+            store: self.store.counts(),
+            objects: self.objects.counts(),
+            cpu: process_cpu_time(),
+        }
+    }
+}
+
+impl Reading {
+    fn since(&self, earlier: &Reading, requests: usize, response_bytes: usize) -> Usage {
+        Usage {
+            store: self.store.since(&earlier.store),
+            objects: self.objects.since(&earlier.objects),
+            cpu: self.cpu.saturating_sub(earlier.cpu),
+            requests: requests.max(1),
+            response_bytes,
+        }
+    }
+}
+
+/// User and system CPU time of this process (Linux `/proc/self/stat`, in clock ticks of 10 ms;
+/// zero elsewhere).
+fn process_cpu_time() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15: indexes 11 and 12 after the name.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
 fn now_ms() -> u64 {
@@ -486,19 +691,28 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-async fn start_private_catalog(
-    dir: &std::path::Path,
-) -> Result<(String, String, Arc<StoreCounter>), String> {
+async fn start_private_catalog(dir: &std::path::Path) -> Result<(String, String, Meter), String> {
     let token = floe::auth::generate_token();
-    let counting = Arc::new(StoreCounter::default());
-    let observer = counting.observer();
-    let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), |store| {
-        Arc::new(ObservedStore::new(store, observer))
-    })
-    .await
-    .map_err(|e| e.to_string())?;
+    let meter = Meter {
+        store: Arc::default(),
+        objects: Arc::default(),
+    };
+    let observer = meter.store.observer();
+    let objects = meter.objects.clone();
+    let wraps = floe::deployment::Wraps {
+        store: Box::new(move |store| Arc::new(ObservedStore::new(store, observer))),
+        objects: Box::new(move |inner| {
+            Arc::new(ObservedObjects {
+                inner,
+                counter: objects,
+            })
+        }),
+    };
+    let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), wraps)
+        .await
+        .map_err(|e| e.to_string())?;
     let addr = serve_on_loopback(floe::http::full_router(catalog)).await?;
-    Ok((format!("http://{addr}/iceberg"), token, counting))
+    Ok((format!("http://{addr}/iceberg"), token, meter))
 }
 
 /// Serves `app` on a free 127.0.0.1 port for the rest of the run.

@@ -14,10 +14,10 @@ use crate::config::{DEFAULT_CREDENTIALS_MIN_REMAINING_SECS, Settings, StoreKind}
 use crate::error::CatalogError;
 use crate::google::GoogleCredentials;
 use crate::model::{BucketAuth, BucketRow, Platform, S3Defaults, parse_gs_url, parse_s3_url};
-use crate::objects::PlatformStores;
 use crate::objects::gcs::GcsStores;
 use crate::objects::local::LocalObjectStores;
 use crate::objects::s3::S3Stores;
+use crate::objects::{ObjectStores, PlatformStores};
 use crate::secrets::{KmsSealer, LocalKeySealer, SecretError, SecretSealer};
 use crate::store::MetaStore;
 use crate::store::dynamodb::DynamoStore;
@@ -239,14 +239,45 @@ fn check_dev_token(settings: &Settings) -> Result<(), DeploymentError> {
 pub async fn open_catalog(
     settings: &Settings,
 ) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
-    open_catalog_wrapped(settings, |store| store).await
+    open_catalog_wrapped(settings, Wraps::default()).await
 }
 
-/// As `open_catalog`, with the store wrapped (to count its requests, say).
+/// Turns an adapter into another (a wrapper around it).
+pub type Wrap<T> = Box<dyn FnOnce(Arc<T>) -> Arc<T> + Send>;
+
+/// Wrappers around the adapters a catalog is built with (to count their requests, say).
+pub struct Wraps {
+    pub store: Wrap<dyn MetaStore>,
+    pub objects: Wrap<dyn ObjectStores>,
+}
+
+impl Default for Wraps {
+    fn default() -> Self {
+        Self {
+            store: Box::new(|store| store),
+            objects: Box::new(|objects| objects),
+        }
+    }
+}
+
+impl Wraps {
+    /// Only the store wrapped.
+    pub fn store(
+        wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore> + Send + 'static,
+    ) -> Self {
+        Self {
+            store: Box::new(wrap),
+            ..Self::default()
+        }
+    }
+}
+
+/// As `open_catalog`, with adapters wrapped.
 pub async fn open_catalog_wrapped(
     settings: &Settings,
-    wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
+    wraps: Wraps,
 ) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
+    let wrap = wraps.store;
     check_dev_token(settings)?;
     let oidc = oidc_verifier(settings)?;
     let sdk = if settings.uses_aws() {
@@ -307,7 +338,8 @@ pub async fn open_catalog_wrapped(
         s3: s3_vendor,
         gcs: Some(Arc::new(gcs_vendor)),
     });
-    let mut catalog = Catalog::new(store, Arc::new(objects), vendor, clock)
+    let objects = (wraps.objects)(Arc::new(objects));
+    let mut catalog = Catalog::new(store, objects, vendor, clock)
         .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
         .with_idempotency_lifetime(settings.idempotency_key_lifetime.0);
     if let Some(secret) = &settings.page_token_secret {
@@ -328,15 +360,15 @@ pub async fn open(
     org: &str,
     token: Option<&str>,
 ) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
-    open_wrapped(data_dir, org, token, |store| store).await
+    open_wrapped(data_dir, org, token, Wraps::default()).await
 }
 
-/// As `open`, with the store wrapped.
+/// As `open`, with adapters wrapped.
 pub async fn open_wrapped(
     data_dir: &Path,
     org: &str,
     token: Option<&str>,
-    wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore>,
+    wraps: Wraps,
 ) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
     let settings = Settings {
         data_dir: data_dir.to_path_buf(),
@@ -366,7 +398,7 @@ pub async fn open_wrapped(
         gcs_emulator: None,
         gcs_token_exchange_endpoint: crate::vending::gcs::DEFAULT_STS_ENDPOINT.into(),
     };
-    open_catalog_wrapped(&settings, wrap).await
+    open_catalog_wrapped(&settings, wraps).await
 }
 
 #[cfg(test)]

@@ -41,11 +41,11 @@ async fn a_restart_bootstraps_without_writing() {
         let path = dir.path().to_path_buf();
         async move {
             let observer = counter.observer();
-            let (catalog, boot) = floe::deployment::open_wrapped(&path, "boot", Some(token), |s| {
-                Arc::new(ObservedStore::new(s, observer))
-            })
-            .await
-            .unwrap();
+            let wraps =
+                floe::deployment::Wraps::store(move |s| Arc::new(ObservedStore::new(s, observer)));
+            let (catalog, boot) = floe::deployment::open_wrapped(&path, "boot", Some(token), wraps)
+                .await
+                .unwrap();
             (catalog, boot, counter.counts())
         }
     };

@@ -6,6 +6,7 @@
 
 pub mod gcs;
 pub mod local;
+pub mod observed;
 pub mod s3;
 
 use std::sync::Arc;
