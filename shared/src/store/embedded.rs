@@ -93,6 +93,14 @@ impl EmbeddedStore {
         })
     }
 
+    /// Runs a read on the calling thread.
+    fn reading<T>(
+        &self,
+        f: impl FnOnce(&Database) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        f(&self.db)
+    }
+
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T, StoreError> + Send + 'static,
@@ -252,8 +260,11 @@ fn unavailable(e: impl std::fmt::Display) -> StoreError {
 #[async_trait]
 impl MetaStore for EmbeddedStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        // Inline, not on the blocking pool: a read is a few page lookups in a memory-mapped
+        // file, far cheaper than the two thread hand-offs a blocking task costs (the warm
+        // loadTable's only store request). Writes, which sync to disk, stay on the pool.
         let key = key.clone();
-        self.blocking(move |db| {
+        self.reading(move |db| {
             let txn = db.begin_read().map_err(unavailable)?;
             let table = txn.open_table(ITEMS).map_err(unavailable)?;
             let tokens = txn.open_table(TOKENS).map_err(unavailable)?;
@@ -265,7 +276,6 @@ impl MetaStore for EmbeddedStore {
                 None => Ok(None),
             }
         })
-        .await
     }
 
     async fn query(
@@ -277,7 +287,7 @@ impl MetaStore for EmbeddedStore {
     ) -> Result<Vec<Item>, StoreError> {
         let (pk, sk_prefix) = (pk.to_owned(), sk_prefix.to_owned());
         let start_after = start_after.map(str::to_owned);
-        self.blocking(move |db| {
+        self.reading(move |db| {
             let txn = db.begin_read().map_err(unavailable)?;
             let table = txn.open_table(ITEMS).map_err(unavailable)?;
             let tokens = txn.open_table(TOKENS).map_err(unavailable)?;
@@ -302,7 +312,6 @@ impl MetaStore for EmbeddedStore {
             }
             Ok(out)
         })
-        .await
     }
 
     async fn query_index(
