@@ -105,6 +105,22 @@ tokio::task_local! {
     static CLAIM: KeyClaim;
 }
 
+impl ClaimState {
+    /// The put that moves the key to `state`, conditioned on the key being at `version`.
+    fn moved_to(&self, state: KeyState, version: u64) -> Write {
+        let row = KeyRow {
+            state,
+            ..self.row.clone()
+        };
+        rows::put_expiring(
+            self.key.clone(),
+            &row,
+            Condition::VersionIs(version),
+            self.expires_at,
+        )
+    }
+}
+
 impl KeyClaim {
     /// Runs the operation with this claim, so that its change write carries the key.
     pub async fn scope<F: Future>(&self, operation: F) -> F::Output {
@@ -254,38 +270,16 @@ impl Catalog {
     pub async fn finish_key(&self, claim: &KeyClaim, answer: Option<Recorded>) {
         let write = {
             let state = claim.state();
-            let current = state.landed.unwrap_or(state.claimed);
-            match answer {
-                Some(answer) => {
-                    let row = KeyRow {
-                        state: KeyState::Done { answer },
-                        ..state.row.clone()
-                    };
-                    rows::put_expiring(
-                        state.key.clone(),
-                        &row,
-                        Condition::VersionIs(current),
-                        state.expires_at,
-                    )
-                }
+            let next = match answer {
+                Some(answer) => KeyState::Done { answer },
                 // Its change landed: the key stays applied, and a retry replays the success.
                 None if state.landed.is_some() => return,
                 // Released: a retry takes it over at once. Conditioned on the claim, so a
                 // change that landed unseen (an unknown outcome) keeps the key applied. A put,
                 // not a delete: the functions' roles need no more than they already have.
-                None => {
-                    let row = KeyRow {
-                        state: KeyState::Running { lease_until_ms: 0 },
-                        ..state.row.clone()
-                    };
-                    rows::put_expiring(
-                        state.key.clone(),
-                        &row,
-                        Condition::VersionIs(state.claimed),
-                        state.expires_at,
-                    )
-                }
-            }
+                None => KeyState::Running { lease_until_ms: 0 },
+            };
+            state.moved_to(next, state.landed.unwrap_or(state.claimed))
         };
         if let Err(e) = self.store.write(vec![write]).await {
             tracing::warn!(error = %e, "idempotency key not finalised");
@@ -314,16 +308,7 @@ impl Catalog {
         }
         let marker = {
             let state = claim.state();
-            let row = KeyRow {
-                state: KeyState::Applied { answer },
-                ..state.row.clone()
-            };
-            rows::put_expiring(
-                state.key.clone(),
-                &row,
-                Condition::VersionIs(state.claimed),
-                state.expires_at,
-            )
+            state.moved_to(KeyState::Applied { answer }, state.claimed)
         };
         let marker_index = writes.len();
         let landed = version_of(&marker);
