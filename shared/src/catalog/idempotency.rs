@@ -271,6 +271,9 @@ impl Catalog {
         let write = {
             let state = claim.state();
             let next = match answer {
+                // Applied without an answer already replays by rebuilding: the same write again
+                // would only cost a store request on every keyed commit.
+                Some(Recorded::Reload) if state.landed.is_some() => return,
                 Some(answer) => KeyState::Done { answer },
                 // Its change landed: the key stays applied, and a retry replays the success.
                 None if state.landed.is_some() => return,
