@@ -131,6 +131,13 @@ impl QueryMap {
 /// same clear 413 locally and on AWS. Commits carry schemas and updates, far below this.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// The 413 of a body over [`MAX_BODY_BYTES`].
+pub(crate) fn body_too_large() -> CatalogError {
+    CatalogError::PayloadTooLarge(format!(
+        "Request body exceeds {MAX_BODY_BYTES} bytes, the most this catalog accepts"
+    ))
+}
+
 /// A JSON body deserialized into `T`; malformed JSON and wrong types are 400, oversized bodies
 /// 413.
 pub struct JsonBody<T>(pub T);
@@ -141,9 +148,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == http::StatusCode::PAYLOAD_TOO_LARGE {
-                CatalogError::PayloadTooLarge(format!(
-                    "Request body exceeds {MAX_BODY_BYTES} bytes, the most this catalog accepts"
-                ))
+                body_too_large()
             } else {
                 CatalogError::BadRequest(format!("Cannot read request body: {}", e.body_text()))
             }

@@ -54,7 +54,7 @@ pub(super) fn table_response(result: crate::types::LoadTableResult) -> Response 
     json_with_tag(result.to_json(), &result.etag)
 }
 
-fn json_with_tag(body: Vec<u8>, etag: &str) -> Response {
+pub(super) fn json_with_tag(body: Vec<u8>, etag: &str) -> Response {
     (
         [
             (http::header::CONTENT_TYPE, "application/json"),

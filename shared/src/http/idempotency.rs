@@ -14,8 +14,8 @@ use http::request::Parts;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
-use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap};
-use super::handlers::{table_options, table_response};
+use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap, body_too_large};
+use super::handlers::{json_with_tag, table_options, table_response};
 use crate::catalog::idempotency::{Claim, KeyClaim, Recorded, Replay};
 use crate::error::CatalogError;
 use crate::model::Principal;
@@ -84,11 +84,7 @@ async fn run_keyed(
     let Authenticated(principal) = Authenticated::from_request_parts(&mut parts, &state).await?;
     let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
         .await
-        .map_err(|_| {
-            CatalogError::PayloadTooLarge(format!(
-                "Request body exceeds {MAX_BODY_BYTES} bytes, the most this catalog accepts"
-            ))
-        })?;
+        .map_err(|_| body_too_large())?;
     let fingerprint = fingerprint(&parts, &body);
     match state
         .catalog
@@ -234,14 +230,7 @@ async fn rebuild(
                 metadata: loaded.metadata,
                 etag: loaded.etag,
             };
-            Ok((
-                [
-                    (http::header::CONTENT_TYPE, "application/json".to_owned()),
-                    (http::header::ETAG, answer.etag.clone()),
-                ],
-                answer.to_json(),
-            )
-                .into_response())
+            Ok(json_with_tag(answer.to_json(), &answer.etag))
         }
         // Drops and renames answer no body.
         _ => Ok(StatusCode::NO_CONTENT.into_response()),
