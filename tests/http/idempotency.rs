@@ -79,6 +79,28 @@ async fn versions(c: &TestCatalog, ns: &str, table: &str) -> (usize, String) {
     )
 }
 
+/// The namespace `idem` with a table `t`: how many commits it has so far.
+async fn idem_table(c: &TestCatalog) -> usize {
+    c.create_namespace("idem").await;
+    c.create_table("idem", "t").await;
+    versions(c, "idem", "t").await.0
+}
+
+/// The keyed commit setting `a=1` on `idem.t`.
+async fn commit_a(c: &TestCatalog, key: &str) -> Answer {
+    commit(c, key, "idem", "t", set_property("a", "1")).await
+}
+
+/// [`commit_a`] on a task of its own.
+fn spawn_commit_a(c: &Arc<TestCatalog>, key: &str) -> tokio::task::JoinHandle<Answer> {
+    let (c, key) = (c.clone(), key.to_owned());
+    tokio::spawn(async move { commit_a(&c, &key).await })
+}
+
+fn arm(armed: &std::sync::atomic::AtomicBool, on: bool) {
+    armed.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Whether a write batch changes a table row (a commit's swap, with or without a key).
 fn writes_a_table(writes: &[Write]) -> bool {
     writes
@@ -200,13 +222,11 @@ async fn keys_belong_to_their_principal_and_must_be_uuids() {
 #[tokio::test]
 async fn a_retried_commit_lands_once_and_replays_the_table() {
     let c = TestCatalog::new().await;
-    c.create_namespace("idem").await;
-    c.create_table("idem", "t").await;
-    let (before, _) = versions(&c, "idem", "t").await;
+    let before = idem_table(&c).await;
     let key = new_key();
-    let first = commit(&c, &key, "idem", "t", set_property("a", "1")).await;
+    let first = commit_a(&c, &key).await;
     let location = first.assert_ok(200)["metadata-location"].clone();
-    let retry = commit(&c, &key, "idem", "t", set_property("a", "1")).await;
+    let retry = commit_a(&c, &key).await;
     assert_eq!(retry.assert_ok(200)["metadata-location"], location);
     assert_eq!(retry.body["metadata"]["properties"]["a"], "1");
     let (after, current) = versions(&c, "idem", "t").await;
@@ -290,17 +310,9 @@ async fn a_retried_create_table_replays_the_table() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_first_uses_run_once() {
     let c = Arc::new(TestCatalog::new().await);
-    c.create_namespace("idem").await;
-    c.create_table("idem", "t").await;
-    let (before, _) = versions(&c, "idem", "t").await;
+    let before = idem_table(&c).await;
     let key = new_key();
-    let mut tasks = Vec::new();
-    for _ in 0..8 {
-        let (c, key) = (c.clone(), key.clone());
-        tasks.push(tokio::spawn(async move {
-            commit(&c, &key, "idem", "t", set_property("same", "v")).await
-        }));
-    }
+    let tasks: Vec<_> = (0..8).map(|_| spawn_commit_a(&c, &key)).collect();
     let mut locations = Vec::new();
     for task in tasks {
         let answer = task.await.unwrap();
@@ -323,21 +335,16 @@ async fn a_commit_whose_answer_was_lost_is_replayed_not_run_again() {
     )
     .await;
     let c = Arc::new(c);
-    c.create_namespace("idem").await;
-    c.create_table("idem", "t").await;
-    let (before, _) = versions(&c, "idem", "t").await;
+    let before = idem_table(&c).await;
     let key = new_key();
-    armed.store(true, std::sync::atomic::Ordering::SeqCst);
-    let lost = {
-        let (c, key) = (c.clone(), key.clone());
-        tokio::spawn(async move { commit(&c, &key, "idem", "t", set_property("a", "1")).await })
-    };
+    arm(&armed, true);
+    let lost = spawn_commit_a(&c, &key);
     pause.reached().await;
     pause.resume();
     lost.await
         .unwrap()
         .assert_error(500, "CommitStateUnknownException");
-    let retry = commit(&c, &key, "idem", "t", set_property("a", "1")).await;
+    let retry = commit_a(&c, &key).await;
     let replayed = retry.assert_ok(200)["metadata-location"].clone();
     let (after, current) = versions(&c, "idem", "t").await;
     assert_eq!(after, before + 1, "landed once");
@@ -349,18 +356,14 @@ async fn a_commit_whose_answer_was_lost_is_replayed_not_run_again() {
 async fn a_failed_request_releases_its_key() {
     let (c, armed) =
         TestCatalog::with_fault(Target::Write(writes_a_table), Fault::UnknownOutcome).await;
-    c.create_namespace("idem").await;
-    c.create_table("idem", "t").await;
-    let (before, _) = versions(&c, "idem", "t").await;
+    let before = idem_table(&c).await;
     let key = new_key();
-    armed.store(true, std::sync::atomic::Ordering::SeqCst);
-    commit(&c, &key, "idem", "t", set_property("a", "1"))
+    arm(&armed, true);
+    commit_a(&c, &key)
         .await
         .assert_error(500, "CommitStateUnknownException");
-    armed.store(false, std::sync::atomic::Ordering::SeqCst);
-    commit(&c, &key, "idem", "t", set_property("a", "1"))
-        .await
-        .assert_ok(200);
+    arm(&armed, false);
+    commit_a(&c, &key).await.assert_ok(200);
     let (after, _) = versions(&c, "idem", "t").await;
     assert_eq!(after, before + 1);
 }
@@ -386,38 +389,21 @@ fn with_clock(clock: Arc<ManualClock>) -> impl FnOnce(Catalog) -> Catalog {
 async fn a_hung_request_is_taken_over_and_cannot_land_after() {
     let clock = manual_clock();
     let pause = Pause::new();
-    let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let flag = armed.clone();
-    let fault = Fault::Pause(pause.clone());
-    let c = TestCatalog::custom(
-        Wrap {
-            store: Box::new(move |inner| {
-                Arc::new(FaultStore {
-                    inner,
-                    armed: flag,
-                    target: Target::Write(writes_a_table),
-                    fault,
-                })
-            }),
-            ..Wrap::default()
-        },
+    let (c, armed) = TestCatalog::with_fault_configured(
+        Target::Write(writes_a_table),
+        Fault::Pause(pause.clone()),
         with_clock(clock.clone()),
     )
     .await;
     let c = Arc::new(c);
-    c.create_namespace("idem").await;
-    c.create_table("idem", "t").await;
-    let (before, _) = versions(&c, "idem", "t").await;
+    let before = idem_table(&c).await;
     let key = new_key();
-    armed.store(true, std::sync::atomic::Ordering::SeqCst);
-    let hung = {
-        let (c, key) = (c.clone(), key.clone());
-        tokio::spawn(async move { commit(&c, &key, "idem", "t", set_property("a", "1")).await })
-    };
+    arm(&armed, true);
+    let hung = spawn_commit_a(&c, &key);
     pause.reached().await;
     // Past the lease, the hung request's key is taken over.
     clock.advance_ms(floe::catalog::idempotency::LEASE.as_millis() as u64 + 1);
-    let retry = commit(&c, &key, "idem", "t", set_property("a", "1")).await;
+    let retry = commit_a(&c, &key).await;
     let landed = retry.assert_ok(200)["metadata-location"].clone();
     pause.resume();
     let late = hung.await.unwrap();
@@ -426,7 +412,7 @@ async fn a_hung_request_is_taken_over_and_cannot_land_after() {
     assert_eq!(after, before + 1, "only the retry landed");
     assert_eq!(Value::String(current), landed);
     // And the key answers as the retry did.
-    let again = commit(&c, &key, "idem", "t", set_property("a", "1")).await;
+    let again = commit_a(&c, &key).await;
     assert_eq!(again.assert_ok(200)["metadata-location"], landed);
 }
 

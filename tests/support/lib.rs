@@ -205,18 +205,29 @@ impl TestCatalog {
     /// A catalog whose store applies `fault` to the operations `target` matches once the
     /// returned flag is set.
     pub async fn with_fault(target: Target, fault: Fault) -> (Self, Arc<AtomicBool>) {
+        Self::with_fault_configured(target, fault, |catalog| catalog).await
+    }
+
+    /// [`Self::with_fault`] for a catalog whose options `configure` sets (a clock, say).
+    pub async fn with_fault_configured(
+        target: Target,
+        fault: Fault,
+        configure: impl FnOnce(Catalog) -> Catalog,
+    ) -> (Self, Arc<AtomicBool>) {
         let armed = Arc::new(AtomicBool::new(false));
         let flag = armed.clone();
-        let c = Self::with_store(move |inner| {
-            Arc::new(FaultStore {
-                inner,
-                armed: flag,
-                target,
-                fault,
-            })
-        })
-        .await;
-        (c, armed)
+        let wrap = Wrap {
+            store: Box::new(move |inner| {
+                Arc::new(FaultStore {
+                    inner,
+                    armed: flag,
+                    target,
+                    fault,
+                })
+            }),
+            ..Wrap::default()
+        };
+        (Self::custom(wrap, configure).await, armed)
     }
 
     /// A catalog that also authenticates OIDC users with `verifier`.
