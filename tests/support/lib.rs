@@ -75,8 +75,8 @@ impl Backend {
     }
 }
 
-/// Turns an adapter into another (a wrapper around it).
-pub type WrapFn<T> = Box<dyn FnOnce(Arc<T>) -> Arc<T>>;
+/// Turns an adapter into another (a wrapper around it), as the deployment's wrappers do.
+pub use floe::deployment::Wrap as WrapFn;
 
 /// Wrappers around the adapters a test catalog's `Catalog` uses (to inject faults or observe
 /// calls). The test helpers (`files_under`, ...) use the unwrapped adapters.
@@ -188,7 +188,7 @@ impl TestCatalog {
 
     /// A catalog whose store is wrapped (to inject faults, say).
     pub async fn with_store(
-        wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore> + 'static,
+        wrap: impl FnOnce(Arc<dyn MetaStore>) -> Arc<dyn MetaStore> + Send + 'static,
     ) -> Self {
         Self::with_adapters(Wrap {
             store: Box::new(wrap),
