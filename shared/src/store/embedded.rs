@@ -228,28 +228,57 @@ fn reap_expired(
         expired.push((expiry, Key::new(pk, sk)));
     }
     for (expiry, key) in expired {
+        let old_index = items
+            .get((key.pk.as_str(), key.sk.as_str()))
+            .map_err(unavailable)?
+            .map(|raw| decode(key.clone(), raw.value()))
+            .transpose()?
+            .and_then(|item| item.index);
+        remove_row(items, tokens, &key)?;
+        unlink(index, expiring, &key, old_index.as_ref(), Some(expiry))?;
+    }
+    Ok(())
+}
+
+/// Removes an item's entries in the index and the expiry queue (before it is rewritten or
+/// deleted).
+fn unlink(
+    index: &mut redb::Table<(&'static str, &'static str, &'static str, &'static str), ()>,
+    expiring: &mut redb::Table<(u64, &'static str, &'static str), ()>,
+    key: &Key,
+    old_index: Option<&Key>,
+    old_expiry: Option<u64>,
+) -> Result<(), StoreError> {
+    if let Some(expiry) = old_expiry {
         expiring
             .remove((expiry, key.pk.as_str(), key.sk.as_str()))
             .map_err(unavailable)?;
-        let old = items
-            .remove((key.pk.as_str(), key.sk.as_str()))
-            .map_err(unavailable)?
-            .map(|raw| decode(key.clone(), raw.value()))
-            .transpose()?;
-        if let Some(old_index) = old.and_then(|item| item.index) {
-            index
-                .remove((
-                    old_index.pk.as_str(),
-                    old_index.sk.as_str(),
-                    key.pk.as_str(),
-                    key.sk.as_str(),
-                ))
-                .map_err(unavailable)?;
-        }
-        tokens
-            .remove((key.pk.as_str(), key.sk.as_str()))
+    }
+    if let Some(old) = old_index {
+        index
+            .remove((
+                old.pk.as_str(),
+                old.sk.as_str(),
+                key.pk.as_str(),
+                key.sk.as_str(),
+            ))
             .map_err(unavailable)?;
     }
+    Ok(())
+}
+
+/// Removes an item and its write token.
+fn remove_row(
+    items: &mut redb::Table<(&'static str, &'static str), &'static [u8]>,
+    tokens: &mut redb::Table<(&'static str, &'static str), u128>,
+    key: &Key,
+) -> Result<(), StoreError> {
+    items
+        .remove((key.pk.as_str(), key.sk.as_str()))
+        .map_err(unavailable)?;
+    tokens
+        .remove((key.pk.as_str(), key.sk.as_str()))
+        .map_err(unavailable)?;
     Ok(())
 }
 
@@ -374,21 +403,13 @@ impl MetaStore for EmbeddedStore {
                         continue;
                     }
                     let (old_index, old_expiry) = old.unwrap_or_default();
-                    if let Some(expiry) = old_expiry {
-                        expiring
-                            .remove((expiry, key.pk.as_str(), key.sk.as_str()))
-                            .map_err(unavailable)?;
-                    }
-                    if let Some(old) = old_index {
-                        index_table
-                            .remove((
-                                old.pk.as_str(),
-                                old.sk.as_str(),
-                                key.pk.as_str(),
-                                key.sk.as_str(),
-                            ))
-                            .map_err(unavailable)?;
-                    }
+                    unlink(
+                        &mut index_table,
+                        &mut expiring,
+                        key,
+                        old_index.as_ref(),
+                        old_expiry,
+                    )?;
                     match write {
                         Write::Put { item, .. } => {
                             let token_key = (item.key.pk.as_str(), item.key.sk.as_str());
@@ -423,14 +444,7 @@ impl MetaStore for EmbeddedStore {
                                     .map_err(unavailable)?;
                             }
                         }
-                        Write::Delete { key, .. } => {
-                            table
-                                .remove((key.pk.as_str(), key.sk.as_str()))
-                                .map_err(unavailable)?;
-                            tokens
-                                .remove((key.pk.as_str(), key.sk.as_str()))
-                                .map_err(unavailable)?;
-                        }
+                        Write::Delete { key, .. } => remove_row(&mut table, &mut tokens, key)?,
                         Write::Check { .. } => {}
                     }
                 }
