@@ -5,9 +5,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use std::sync::Arc;
+
 use floe::bootstrap;
+use floe::catalog::Catalog;
 use floe::clock::{Clock, SystemClock};
 use floe::config::{Settings, StoreKind};
+use floe::events::publish::{NdjsonSink, Publisher, Sink, WebhookSink};
 use floe::model::OrgRole;
 use floe::store::dynamodb::DynamoStore;
 
@@ -24,6 +28,18 @@ pub struct ServeArgs {
     /// a scheduler instead).
     #[arg(long, env = "FLOE_PURGE_INTERVAL_SECS", default_value_t = 300)]
     purge_interval_secs: u64,
+    /// Where change events are appended, one JSON object per line (default: events.ndjson in
+    /// the data directory).
+    #[arg(long, env = "FLOE_EVENTS_FILE")]
+    events_file: Option<std::path::PathBuf>,
+    /// A URL that change events are POSTed to (CloudEvents structured mode), one at a time in
+    /// order, retried with backoff.
+    #[arg(long, env = "FLOE_EVENTS_WEBHOOK")]
+    events_webhook: Option<String>,
+    /// Milliseconds between looks for change events written by other processes (this server's
+    /// own are published at once).
+    #[arg(long, env = "FLOE_EVENTS_POLL_MS", default_value_t = 1000)]
+    events_poll_ms: u64,
     #[command(flatten)]
     settings: Settings,
 }
@@ -114,6 +130,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
             Duration::from_secs(args.purge_interval_secs),
         ));
     }
+    start_publishers(&args, &catalog)?;
     let app = floe::http::full_router(catalog);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
@@ -128,6 +145,26 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Publishers of change events beside the server: the NDJSON file, and the webhook if set.
+fn start_publishers(args: &ServeArgs, catalog: &Arc<Catalog>) -> Result<(), String> {
+    std::fs::create_dir_all(&args.settings.data_dir).map_err(|e| e.to_string())?;
+    let file = args
+        .events_file
+        .clone()
+        .unwrap_or_else(|| args.settings.data_dir.join("events.ndjson"));
+    let mut sinks: Vec<Arc<dyn Sink>> = vec![Arc::new(NdjsonSink::new(&file))];
+    if let Some(url) = &args.events_webhook {
+        sinks.push(Arc::new(WebhookSink::new(url)?));
+    }
+    let poll = Duration::from_millis(args.events_poll_ms.max(10));
+    for sink in sinks {
+        let publisher = Publisher::new(catalog.store.clone(), sink);
+        tokio::spawn(publisher.run(catalog.events_written(), poll, std::future::pending()));
+    }
+    eprintln!("Change events: {}", file.display());
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -143,21 +143,45 @@ impl Access {
                 let sees = self.sees_catalog().then_some(Action::Read);
                 role.max(sees)
             }
-            Resource::Namespace(ns) => {
-                let granted = self.grants.on_namespace(&ns.id);
-                let visible =
-                    (self.grants.any_table_in(&ns.id) || is_public(ns)).then_some(Action::Read);
-                role.max(granted).max(visible)
-            }
+            Resource::Namespace(ns) => role.max(self.on_namespace_id(&ns.id, is_public(ns))),
             Resource::Table { namespace, table } => {
-                let granted = self
-                    .grants
-                    .on_namespace(&namespace.id)
-                    .max(self.grants.on_table(&namespace.id, table));
-                let public = is_public(namespace).then_some(Action::Read);
-                role.max(granted).max(public)
+                role.max(self.on_table_id(&namespace.id, is_public(namespace), table))
             }
         }
+    }
+
+    /// [`Self::effective`] on a namespace (a table, with `table`) known by id only: what a
+    /// record of it (a change event) may be shown to, even after its row is gone. `public`:
+    /// the namespace is live and AUTHENTICATED_PUBLIC now.
+    pub fn effective_by_id(
+        &self,
+        namespace_id: &str,
+        public: bool,
+        table: Option<&str>,
+    ) -> Option<Action> {
+        if self.service_admin {
+            return Some(Action::Manage);
+        }
+        let role = self.org_role.map(role_action);
+        let held = match table {
+            None => self.on_namespace_id(namespace_id, public),
+            Some(table) => self.on_table_id(namespace_id, public, table),
+        };
+        role.max(held)
+    }
+
+    fn on_namespace_id(&self, namespace_id: &str, public: bool) -> Option<Action> {
+        let granted = self.grants.on_namespace(namespace_id);
+        let visible = (self.grants.any_table_in(namespace_id) || public).then_some(Action::Read);
+        granted.max(visible)
+    }
+
+    fn on_table_id(&self, namespace_id: &str, public: bool, table: &str) -> Option<Action> {
+        let granted = self
+            .grants
+            .on_namespace(namespace_id)
+            .max(self.grants.on_table(namespace_id, table));
+        granted.max(public.then_some(Action::Read))
     }
 }
 

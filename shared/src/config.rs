@@ -72,6 +72,10 @@ pub struct Settings {
     /// `off` turns keys off). Advertised in /v1/config.
     #[arg(long, env = "FLOE_IDEMPOTENCY_KEY_LIFETIME", default_value = "PT30M", value_parser = parse_lifetime)]
     pub idempotency_key_lifetime: Lifetime,
+    /// How long change events are kept and readable (ISO-8601, e.g. P7D); a reader's token
+    /// past it is 410 Gone.
+    #[arg(long, env = "FLOE_EVENT_RETENTION", default_value = "P7D", value_parser = parse_retention)]
+    pub event_retention: std::time::Duration,
     /// Key that signs page tokens; instances behind one endpoint must share it.
     #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
     pub page_token_secret: Option<String>,
@@ -170,6 +174,12 @@ mod tests {
 /// An optional duration setting (`off` for none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lifetime(pub Option<std::time::Duration>);
+
+fn parse_retention(text: &str) -> Result<std::time::Duration, String> {
+    crate::catalog::parse_iso_duration(text)
+        .filter(|d| d.as_secs() > 0)
+        .ok_or_else(|| format!("'{text}' is not an ISO-8601 duration such as P7D"))
+}
 
 fn parse_lifetime(text: &str) -> Result<Lifetime, String> {
     if text.eq_ignore_ascii_case("off") {

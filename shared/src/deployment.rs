@@ -341,7 +341,8 @@ pub async fn open_catalog_wrapped(
     let objects = (wraps.objects)(Arc::new(objects));
     let mut catalog = Catalog::new(store, objects, vendor, clock)
         .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
-        .with_idempotency_lifetime(settings.idempotency_key_lifetime.0);
+        .with_idempotency_lifetime(settings.idempotency_key_lifetime.0)
+        .with_event_retention(settings.event_retention);
     if let Some(secret) = &settings.page_token_secret {
         catalog = catalog.with_page_token_key(secret.as_bytes());
     }
@@ -389,6 +390,7 @@ pub async fn open_wrapped(
         idempotency_key_lifetime: crate::config::Lifetime(Some(
             crate::catalog::idempotency::DEFAULT_LIFETIME,
         )),
+        event_retention: crate::catalog::DEFAULT_EVENT_RETENTION,
         page_token_secret: None,
         oidc_issuer: None,
         oidc_audience: None,

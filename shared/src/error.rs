@@ -32,6 +32,10 @@ pub enum CatalogError {
     /// A lost race or failed requirement: nothing was committed (409).
     #[error("{0}")]
     CommitFailed(String),
+    /// What the request asks for existed once and was removed for good: an events token past
+    /// the retention (410).
+    #[error("{0}")]
+    Gone(String),
     /// A request that contradicts itself (422).
     #[error("{0}")]
     Unprocessable(String),

@@ -25,6 +25,8 @@
 //! Failures count towards `max_namespaces`, which bounds the work of one run, not its successes:
 //! a run stays inside its time limit however many namespaces fail.
 
+use crate::events::{Draft, Kind};
+use crate::model::{Principal, PrincipalKind};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -161,6 +163,16 @@ fn org_and_name(key: &Key) -> (&str, &str) {
 fn label(key: &Key) -> String {
     let (org, name) = org_and_name(key);
     format!("{org}/{name}")
+}
+
+/// Who a purge's event names: the catalog itself, not the admin who dropped the namespace.
+fn purger() -> Principal {
+    Principal {
+        id: "floe:purge".into(),
+        kind: PrincipalKind::ApiClient,
+        name: "Floe purge".into(),
+        email: None,
+    }
 }
 
 impl Catalog {
@@ -338,7 +350,8 @@ impl Catalog {
                 condition: Condition::Exists,
             });
         }
-        match self.store.write(writes).await {
+        let event = Draft::new(Kind::NamespacePurged, &ns.org, &ns.name, &ns.id, &purger());
+        match self.write_change(writes, event).await {
             Ok(()) => Ok(true),
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e),

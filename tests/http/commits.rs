@@ -1,7 +1,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use floe::store::Write;
 use floe_tests::*;
 use serde_json::json;
 
@@ -221,11 +220,9 @@ async fn schema_evolution_commit() {
     assert_eq!(metadata["last-column-id"], 3);
 }
 
-/// A catalog whose pointer swaps (single-item writes to table rows) misreport with `fault`
-/// once the returned flag is set.
+/// A catalog whose pointer swaps misreport with `fault` once the returned flag is set.
 async fn with_swap_fault(fault: Fault) -> (TestCatalog, Arc<AtomicBool>) {
-    let swap = |w: &[Write]| w.len() == 1 && w[0].key().sk.starts_with("TABLE#");
-    TestCatalog::with_fault(Target::Write(swap), fault).await
+    TestCatalog::with_fault(Target::Write(is_table_swap), fault).await
 }
 
 #[tokio::test]

@@ -622,6 +622,15 @@ async fn every_function_uses_exactly_what_it_declares() {
     }
     call(d, Method::DELETE, &format!("{namespaces}/ns"), None).await;
 
+    // The change events of all of the above.
+    let events = management(Method::GET, format!("{org}/events?limit=1000"), None).await;
+    assert!(
+        !events.assert_ok(200)["events"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
     // The purge, once the recovery period has passed.
     recorder.set(Some(Function::Purge));
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;

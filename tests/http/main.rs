@@ -7,6 +7,7 @@ mod compression;
 mod concurrency;
 mod config;
 mod errors;
+mod events;
 mod freshness;
 mod iam;
 mod idempotency;

@@ -702,10 +702,12 @@ pub fn table_path(ns: &str, table: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}/tables/{table}")
 }
 
-/// Whether a write batch is a commit's pointer swap: one put of a table row.
+/// Whether a write batch is a commit's pointer swap: a put of an existing table row
+/// conditioned on its write token (with the commit's event, and its idempotency key's move).
 pub fn is_table_swap(writes: &[floe::store::Write]) -> bool {
-    writes.len() == 1
-        && matches!(&writes[0], floe::store::Write::Put { item, .. } if item.key.sk.starts_with("TABLE#"))
+    writes.first().is_some_and(|w| {
+        matches!(w, floe::store::Write::Put { item, condition: floe::store::Condition::TokenIs(_) } if item.key.sk.starts_with("TABLE#"))
+    })
 }
 
 pub fn create_table_body(name: &str) -> Value {

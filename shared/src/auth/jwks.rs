@@ -463,27 +463,7 @@ impl Jwks {
 /// An HTTP client for the key set's URL: TLS with the system's root certificates for https,
 /// plain HTTP only for the loopback URLs `JwksSource::parse` lets through.
 fn http_client(url: &url::Url) -> Result<HttpClient, String> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let builder = hyper_rustls::HttpsConnectorBuilder::new();
-    let connector = if url.scheme() == "https" {
-        builder
-            .with_provider_and_native_roots(provider)
-            .map_err(|e| format!("no TLS root certificates: {e}"))?
-            .https_only()
-            .enable_http1()
-            .build()
-    } else {
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        builder
-            .with_tls_config(config)
-            .https_or_http()
-            .enable_http1()
-            .build()
-    };
+    let connector = crate::outbound::connector(url.scheme() == "https")?;
     Ok(Client::builder(TokioExecutor::new()).build(connector))
 }
 

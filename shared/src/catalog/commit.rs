@@ -21,6 +21,7 @@ use super::tables::{NewTableError, format_v3_unsupported};
 use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, parity, placement};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
+use crate::events::{Draft, Kind};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
 use crate::store::rows::{self, Versioned, keys};
 use crate::store::{Condition, StoreError};
@@ -163,6 +164,16 @@ impl Catalog {
         let location = metadata_file_location(built.metadata.location(), version);
         let next_location = built.metadata.location().to_owned();
         let refs = base_refs.map(|refs| refs_v1::after(refs, &request.updates, &built.metadata));
+        let event = Draft::new(
+            Kind::TableCommitted,
+            &ctx.org.name,
+            &ns.name,
+            &ns.id,
+            &ctx.principal,
+        )
+        .table(&row.name, &row.id)
+        .metadata(Some(&row.metadata_location), Some(&location))
+        .commit(&base, &built.metadata, &request.updates);
         let written = self
             .metadata
             .write(&*objects, &location, built.metadata, refs.as_ref())
@@ -184,7 +195,7 @@ impl Catalog {
             Condition::TokenIs(current.token),
             Some(current.version),
         );
-        match self.write_change(vec![swap]).await {
+        match self.write_change(vec![swap], event).await {
             Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 location,

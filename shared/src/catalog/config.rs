@@ -48,25 +48,38 @@ pub fn iso_duration(duration: std::time::Duration) -> String {
     }
 }
 
-/// Reads an ISO-8601 time duration as `PT[nH][nM][nS]` (what `idempotency-key-lifetime`
-/// takes); `None` for anything else.
+/// Reads an ISO-8601 duration of days and time, `P[nD][T[nH][nM][nS]]` (what
+/// `idempotency-key-lifetime` and the event retention take); `None` for anything else.
 pub fn parse_iso_duration(text: &str) -> Option<std::time::Duration> {
-    let mut rest = text.strip_prefix("PT")?;
-    if rest.is_empty() {
+    let rest = text.strip_prefix('P')?;
+    let (days, time) = match rest.split_once('T') {
+        Some((days, time)) if !time.is_empty() => (days, Some(time)),
+        Some(_) => return None,
+        None => (rest, None),
+    };
+    let mut seconds = 0u64;
+    if !days.is_empty() {
+        let number = days.strip_suffix('D')?;
+        seconds = number_of(number)?.checked_mul(86_400)?;
+    } else if time.is_none() {
         return None;
     }
-    let mut seconds = 0u64;
+    let mut rest = time.unwrap_or("");
     for (unit, scale) in [('H', 3600), ('M', 60), ('S', 1)] {
         if let Some((number, tail)) = rest.split_once(unit) {
-            if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            seconds = seconds.checked_add(number.parse::<u64>().ok()?.checked_mul(scale)?)?;
+            seconds = seconds.checked_add(number_of(number)?.checked_mul(scale)?)?;
             rest = tail;
         }
     }
     rest.is_empty()
         .then(|| std::time::Duration::from_secs(seconds))
+}
+
+fn number_of(digits: &str) -> Option<u64> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -84,7 +97,17 @@ mod tests {
         ] {
             assert_eq!(parse_iso_duration(text), Some(Duration::from_secs(seconds)));
         }
-        for bad in ["", "PT", "30M", "P1D", "PTM", "PT1X", "PT-1S", "PT1M2H"] {
+        assert_eq!(
+            parse_iso_duration("P7D"),
+            Some(Duration::from_secs(7 * 86_400))
+        );
+        assert_eq!(
+            parse_iso_duration("P1DT1H"),
+            Some(Duration::from_secs(86_400 + 3600))
+        );
+        for bad in [
+            "", "P", "PT", "P1DT", "P1", "PD", "30M", "PTM", "PT1X", "PT-1S", "PT1M2H",
+        ] {
             assert_eq!(parse_iso_duration(bad), None, "{bad}");
         }
         assert_eq!(iso_duration(Duration::from_secs(1800)), "PT30M");

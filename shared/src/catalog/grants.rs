@@ -5,6 +5,7 @@
 //! Changes reach other instances within the auth cache TTL; this instance forgets its
 //! remembered standings at once.
 
+use crate::events::{Draft, GrantChange, Kind};
 use serde::Serialize;
 
 use super::namespaces::busy;
@@ -92,20 +93,20 @@ impl Catalog {
             table: table.map(str::to_owned),
             action,
         };
-        self.store
-            .write(vec![
-                rows::put(
-                    keys::grant(&ns.id, table, &principal),
-                    &row,
-                    Condition::Always,
-                ),
-                rows::put(
-                    keys::grantee(&ctx.org.name, &principal, &ns.id, table),
-                    &row,
-                    Condition::Always,
-                ),
-            ])
-            .await?;
+        let writes = vec![
+            rows::put(
+                keys::grant(&ns.id, table, &principal),
+                &row,
+                Condition::Always,
+            ),
+            rows::put(
+                keys::grantee(&ctx.org.name, &principal, &ns.id, table),
+                &row,
+                Condition::Always,
+            ),
+        ];
+        let event = grant_event(ctx, &ns, &principal, table, Some(action));
+        self.write_change(writes, event).await?;
         self.standing.clear();
         tracing::info!(audit = "grant", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, ?action, "grant set");
         Ok(())
@@ -122,18 +123,18 @@ impl Catalog {
         let ns = self.live_namespace(ctx, namespace).await?.row;
         self.authorize_grant_admin(ctx, &ns, table)?;
         let principal = canonical_principal(principal)?;
-        self.store
-            .write(vec![
-                Write::Delete {
-                    key: keys::grant(&ns.id, table, &principal),
-                    condition: Condition::Always,
-                },
-                Write::Delete {
-                    key: keys::grantee(&ctx.org.name, &principal, &ns.id, table),
-                    condition: Condition::Always,
-                },
-            ])
-            .await?;
+        let writes = vec![
+            Write::Delete {
+                key: keys::grant(&ns.id, table, &principal),
+                condition: Condition::Always,
+            },
+            Write::Delete {
+                key: keys::grantee(&ctx.org.name, &principal, &ns.id, table),
+                condition: Condition::Always,
+            },
+        ];
+        let event = grant_event(ctx, &ns, &principal, table, None);
+        self.write_change(writes, event).await?;
         self.standing.clear();
         tracing::info!(audit = "revoke", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, "grant removed");
         Ok(())
@@ -176,7 +177,15 @@ impl Catalog {
                 &row,
                 Condition::VersionIs(ns.version),
             );
-            match self.store.write(vec![write, index_write]).await {
+            let mut event = Draft::new(
+                Kind::VisibilityChanged,
+                &ctx.org.name,
+                &row.name,
+                &row.id,
+                &ctx.principal,
+            );
+            event.data.visibility = Some(visibility);
+            match self.write_change(vec![write, index_write], event).await {
                 Ok(()) => {
                     self.namespaces.clear();
                     self.standing.clear();
@@ -428,6 +437,29 @@ pub fn canonical_principal(principal: &str) -> Result<String> {
         "api_client" | "api-client" => Ok(format!("api-client:{id}")),
         _ => Err(invalid()),
     }
+}
+
+/// The event of a grant set (`action`) or removed (`None`).
+fn grant_event(
+    ctx: &OrgContext,
+    ns: &NamespaceRow,
+    principal: &str,
+    table: Option<&str>,
+    action: Option<Action>,
+) -> Draft {
+    let mut event = Draft::new(
+        Kind::GrantChanged,
+        &ctx.org.name,
+        &ns.name,
+        &ns.id,
+        &ctx.principal,
+    );
+    event.data.grant = Some(GrantChange {
+        principal: principal.to_owned(),
+        table: table.map(str::to_owned),
+        action,
+    });
+    event
 }
 
 #[cfg(test)]

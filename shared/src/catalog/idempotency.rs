@@ -289,47 +289,33 @@ impl Catalog {
         }
     }
 
-    /// Writes an operation's change. A request holding an idempotency key moves the key to
-    /// `Applied` in the same atomic write, so a retry can never run a change that landed.
-    pub(super) async fn write_change(&self, writes: Vec<Write>) -> Result<(), StoreError> {
-        self.write_change_answering(writes, None).await
-    }
-
-    /// [`Self::write_change`] for an operation that knows its answer before writing it: a
-    /// retry after a lost answer gets exactly this one.
-    pub(super) async fn write_change_answering(
-        &self,
-        mut writes: Vec<Write>,
-        answer: Option<String>,
-    ) -> Result<(), StoreError> {
-        let Ok(claim) = CLAIM.try_with(KeyClaim::clone) else {
-            return self.store.write(writes).await;
-        };
-        if claim.state().landed.is_some() {
-            // One change per request carries the key; later writes are its own follow-ups.
-            return self.store.write(writes).await;
-        }
-        let marker = {
+    /// The marker that moves the request's key (if it holds one whose change has not landed
+    /// yet) to `Applied`, to be written atomically with the change; `answer` is the answer when
+    /// the operation knows it before writing. One change per request carries the key; later
+    /// writes are its own follow-ups.
+    pub(super) fn applied_marker(answer: Option<String>) -> Option<AppliedMarker> {
+        let claim = CLAIM.try_with(KeyClaim::clone).ok()?;
+        let write = {
             let state = claim.state();
+            if state.landed.is_some() {
+                return None;
+            }
             state.moved_to(KeyState::Applied { answer }, state.claimed)
         };
-        let marker_index = writes.len();
-        let landed = version_of(&marker);
-        writes.push(marker);
-        match self.store.write(writes).await {
-            Ok(()) => {
-                claim.state().landed = Some(landed);
-                Ok(())
-            }
-            Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {
-                // A retry took the key over after this request's lease ran out: it runs the
-                // change, so this one must not.
-                Err(StoreError::Unavailable(
-                    "the request's Idempotency-Key was taken over by a retry".into(),
-                ))
-            }
-            Err(e) => Err(e),
-        }
+        Some(AppliedMarker { claim, write })
+    }
+}
+
+/// The write that marks a request's key as applied, with the claim it belongs to.
+pub(super) struct AppliedMarker {
+    claim: KeyClaim,
+    pub(super) write: Write,
+}
+
+impl AppliedMarker {
+    /// Records that the change landed with this marker.
+    pub(super) fn landed(&self) {
+        self.claim.state().landed = Some(version_of(&self.write));
     }
 }
 

@@ -6,6 +6,7 @@
 //! all keyed by the namespace id, come back with it on restore. The purge fences a namespace
 //! before it touches a file; from then on a restore is refused (409).
 
+use crate::events::{Draft, Kind};
 use serde::Serialize;
 
 use super::namespaces::{already_exists, being_purged, busy};
@@ -130,7 +131,8 @@ impl Catalog {
                     Condition::Always,
                 ));
             }
-            match self.store.write(writes).await {
+            let event = Draft::new(Kind::NamespaceRestored, org, name, &row.id, &ctx.principal);
+            match self.write_change(writes, event).await {
                 Ok(()) => {
                     self.namespaces.clear();
                     self.standing.clear();
@@ -238,7 +240,8 @@ impl Catalog {
                     condition: Condition::Always,
                 });
             }
-            match self.store.write(writes).await {
+            let event = Draft::new(Kind::NamespacePurged, org, name, &ns.row.id, &ctx.principal);
+            match self.write_change(writes, event).await {
                 Ok(()) => {}
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),

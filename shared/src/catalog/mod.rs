@@ -6,6 +6,7 @@
 mod access;
 mod admin;
 mod buckets;
+mod changes;
 mod commit;
 mod config;
 mod grants;
@@ -28,6 +29,7 @@ pub use admin::{
     issue_service_admin,
 };
 pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
+pub use changes::DEFAULT_EVENT_RETENTION;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use config::{iso_duration, parse_iso_duration};
 pub use grants::{GrantView, canonical_principal};
@@ -73,6 +75,10 @@ pub struct Catalog {
     purge_wanted: Arc<tokio::sync::Notify>,
     /// How long clients may retry a mutation with one `Idempotency-Key`; `None`: off.
     idempotency_lifetime: Option<Duration>,
+    /// How long change events are kept and readable.
+    event_retention: Duration,
+    /// Signalled when this process wrote a change event.
+    events_written: Arc<tokio::sync::Notify>,
 }
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
@@ -109,6 +115,8 @@ impl Catalog {
             sealer: None,
             purge_wanted: Arc::default(),
             idempotency_lifetime: Some(idempotency::DEFAULT_LIFETIME),
+            event_retention: DEFAULT_EVENT_RETENTION,
+            events_written: Arc::default(),
             clock,
         }
     }

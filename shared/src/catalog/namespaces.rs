@@ -1,5 +1,6 @@
 //! Namespace operations: flat, bound to a bucket prefix, soft-deleted on drop.
 
+use crate::events::{Draft, Kind};
 use std::collections::BTreeMap;
 
 use super::storage::{self, MarkerOwner};
@@ -148,7 +149,8 @@ impl Catalog {
                 Condition::NotExists,
             ),
         ];
-        match self.write_change(writes).await {
+        let event = Draft::new(Kind::NamespaceCreated, org, &name, &row.id, &ctx.principal);
+        match self.write_change(writes, event).await {
             Ok(()) => Ok(response(&row)),
             Err(e) => {
                 storage::remove_marker(&*objects, &root).await;
@@ -213,7 +215,8 @@ impl Catalog {
         // Conditioned on the version read: a purge that fenced the namespace since moved it.
         let key = keys::namespace(org, name);
         let write = rows::put(key.clone(), &row, Condition::VersionIs(old.version));
-        match self.write_change(vec![write]).await {
+        let event = Draft::new(Kind::NamespaceCreated, org, name, &row.id, &ctx.principal);
+        match self.write_change(vec![write], event).await {
             Ok(()) => {}
             Err(StoreError::ConditionFailed { .. }) => {
                 let now = rows::get::<NamespaceRow>(&*self.store, &key).await?;
@@ -286,7 +289,14 @@ impl Catalog {
                 key: keys::public_namespace(&ctx.org.name, name),
                 condition: Condition::Always,
             };
-            match self.write_change(vec![write, unlist]).await {
+            let event = Draft::new(
+                Kind::NamespaceDropped,
+                &ctx.org.name,
+                name,
+                &row.id,
+                &ctx.principal,
+            );
+            match self.write_change(vec![write, unlist], event).await {
                 Ok(()) => {
                     self.namespaces.clear();
                     return Ok(());
@@ -340,9 +350,19 @@ impl Catalog {
                 missing,
             };
             let recorded = serde_json::to_string(&answer).ok();
+            let mut event = Draft::new(
+                Kind::NamespacePropertiesUpdated,
+                &ctx.org.name,
+                name,
+                &row.id,
+                &ctx.principal,
+            );
+            event.data.updated_properties = answer.updated.clone();
+            event.data.removed_properties = answer.removed.clone();
             match self
                 .write_change_answering(
                     vec![rows::put(key, &row, Condition::VersionIs(ns.version))],
+                    event,
                     recorded,
                 )
                 .await

@@ -1,5 +1,6 @@
 //! Table operations other than commits: create, load, list, drop, rename, metrics, views.
 
+use crate::events::{Draft, Kind, TableName};
 use std::collections::HashMap;
 
 use bytes::Bytes;
@@ -295,7 +296,16 @@ impl Catalog {
                 Condition::NotExists,
             ));
         }
-        let outcome = self.write_change(writes).await;
+        let event = Draft::new(
+            Kind::TableCreated,
+            &ctx.org.name,
+            &ns.row.name,
+            &ns.row.id,
+            &ctx.principal,
+        )
+        .table(name, &row.id)
+        .metadata(None, Some(&metadata_location));
+        let outcome = self.write_change(writes, event).await;
         // A metadata file is never deleted on a failure path: nothing references it unless the
         // write landed, and an orphan is harmless. An override's marker is released only when
         // the write certainly did not land.
@@ -439,7 +449,16 @@ impl Catalog {
                     condition: Condition::TokenIs(row.token),
                 },
             ];
-            match self.write_change(writes).await {
+            let event = Draft::new(
+                Kind::TableDropped,
+                &ctx.org.name,
+                &ns.row.name,
+                &ns.row.id,
+                &ctx.principal,
+            )
+            .table(table, &row.row.id)
+            .metadata(Some(&row.row.metadata_location), None);
+            match self.write_change(writes, event).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
@@ -491,7 +510,23 @@ impl Catalog {
             .await?;
         let carries_grants = !carried.is_empty();
         writes.extend(carried);
-        match self.write_change(writes).await {
+        let mut event = Draft::new(
+            Kind::TableRenamed,
+            &ctx.org.name,
+            &ns.row.name,
+            &ns.row.id,
+            &ctx.principal,
+        )
+        .table(&request.source.name, &source.row.id)
+        .metadata(
+            Some(&source.row.metadata_location),
+            Some(&source.row.metadata_location),
+        );
+        event.data.renamed_to = Some(TableName {
+            namespace: ns.row.name.clone(),
+            table: request.destination.name.clone(),
+        });
+        match self.write_change(writes, event).await {
             Ok(()) => {
                 if carries_grants {
                     self.standing.clear();

@@ -34,6 +34,7 @@ impl CatalogError {
             | CatalogError::NamespaceNotEmpty(_)
             | CatalogError::CommitFailed(_) => StatusCode::CONFLICT,
             CatalogError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            CatalogError::Gone(_) => StatusCode::GONE,
             CatalogError::Unsupported(_) => StatusCode::NOT_ACCEPTABLE,
             CatalogError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             CatalogError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -60,6 +61,7 @@ impl CatalogError {
             CatalogError::NamespaceNotEmpty(_) => "NamespaceNotEmptyException",
             CatalogError::CommitFailed(_) => "CommitFailedException",
             CatalogError::Unprocessable(_) => "UnprocessableEntityException",
+            CatalogError::Gone(_) => "GoneException",
             CatalogError::Unsupported(_) => "UnsupportedOperationException",
             CatalogError::PayloadTooLarge(_) => "PayloadTooLargeException",
             CatalogError::Busy(_) => "ServiceUnavailableException",

@@ -58,6 +58,7 @@ pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
     route("GET", "/orgs/{org}/buckets/{nickname}"),
     route("DELETE", "/orgs/{org}/buckets/{nickname}"),
     route("PUT", "/orgs/{org}/default-bucket"),
+    route("GET", "/orgs/{org}/events"),
 ];
 
 impl ManagementRoute {
@@ -100,6 +101,7 @@ fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
         ("GET", "/orgs/{org}/buckets/{nickname}") => get(get_bucket),
         ("DELETE", "/orgs/{org}/buckets/{nickname}") => delete(delete_bucket),
         ("PUT", "/orgs/{org}/default-bucket") => put(set_default_bucket),
+        ("GET", "/orgs/{org}/events") => get(list_events),
         (method, path) => unreachable!("no handler for {method} {path}"),
     }
 }
@@ -445,4 +447,16 @@ async fn set_default_bucket(
 ) -> Answer {
     s.catalog.set_default_bucket(&ctx, &body.nickname).await?;
     no_content()
+}
+
+async fn list_events(State(s): State<AppState>, InOrg(ctx): InOrg, query: QueryMap) -> Answer {
+    let limit = match query.get("limit") {
+        None => crate::events::read::DEFAULT_LIMIT,
+        Some(text) => text
+            .parse()
+            .map_err(|_| CatalogError::BadRequest(format!("Invalid limit: '{text}'")))?,
+    };
+    ok(s.catalog
+        .list_events(&ctx, query.get("after"), limit)
+        .await?)
 }

@@ -214,6 +214,30 @@ pub mod keys {
     pub fn public_partition(org: &str) -> String {
         format!("PUBLIC#{org}")
     }
+    /// The org's event sequence: the last number given to one of its change events.
+    pub fn event_counter(org: &str) -> Key {
+        Key::new(format!("ORG#{org}"), "EVENTS")
+    }
+    /// One change event of an org, by sequence number (zero-padded: key order is sequence order).
+    pub fn event(org: &str, sequence: u64) -> Key {
+        Key::new(events_partition(org), event_sort_key(sequence))
+    }
+    pub fn events_partition(org: &str) -> String {
+        format!("EVENTS#{org}")
+    }
+    pub fn event_sort_key(sequence: u64) -> String {
+        format!("{sequence:020}")
+    }
+    /// Sparse index partition listing every org that has events (its counter's entry), so a
+    /// publisher finds them without a scan.
+    pub const EVENT_ORGS: &str = "EVENT_ORGS";
+    pub fn event_org_entry(org: &str) -> Key {
+        Key::new(EVENT_ORGS, org)
+    }
+    /// How far one publisher (sink) has delivered an org's events.
+    pub fn event_cursor(org: &str, sink: &str) -> Key {
+        Key::new(format!("ORG#{org}"), format!("EVENTS_PUBLISHED#{sink}"))
+    }
 }
 
 /// A row read with the version (and write token) it was read at.

@@ -1,0 +1,105 @@
+//! How every catalog change is written: the change's own rows, its event (the outbox) and, for
+//! a request holding an idempotency key, the key's move to `Applied`, all in one atomic store
+//! write. Whatever lands, lands together; whatever does not, leaves no trace.
+
+use std::time::Duration;
+
+use super::Catalog;
+use crate::events::{Draft, outbox};
+use crate::store::{StoreError, Write};
+
+/// Tries of a change that keeps losing its org's event counter to concurrent changes.
+const SEQUENCE_TRIES: u32 = 12;
+const FIRST_SEQUENCE_WAIT: Duration = Duration::from_millis(2);
+const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
+
+impl Catalog {
+    /// Writes an operation's change with the event that describes it.
+    pub(crate) async fn write_change(
+        &self,
+        writes: Vec<Write>,
+        event: Draft,
+    ) -> Result<(), StoreError> {
+        self.write_change_answering(writes, event, None).await
+    }
+
+    /// [`Self::write_change`] for an operation that knows its answer before writing it: a
+    /// retry after a lost answer gets exactly this one.
+    ///
+    /// The caller's writes come first in the batch, so the index of a failed condition means
+    /// what the caller expects; a failure on the event counter (a concurrent change of the
+    /// org took the number) is retried here with the next number, never returned.
+    pub(super) async fn write_change_answering(
+        &self,
+        writes: Vec<Write>,
+        event: Draft,
+        answer: Option<String>,
+    ) -> Result<(), StoreError> {
+        let marker = Self::applied_marker(answer);
+        let org = event.data.org.clone();
+        let mut wait = FIRST_SEQUENCE_WAIT;
+        let mut counter = outbox::read_counter(&*self.store, &org).await?;
+        for attempt in 1..=SEQUENCE_TRIES {
+            let now_ms = self.clock.now_ms();
+            let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
+            let (event_writes, recorded) =
+                outbox::event_writes(counter, event.clone(), now_ms, expires_at);
+            let counter_index = writes.len();
+            let mut batch = writes.clone();
+            batch.extend(event_writes);
+            let marker_index = batch.len();
+            batch.extend(marker.as_ref().map(|m| m.write.clone()));
+            match self.store.write(batch).await {
+                Ok(()) => {
+                    if let Some(marker) = &marker {
+                        marker.landed();
+                    }
+                    self.events_written.notify_waiters();
+                    tracing::debug!(org = %org, sequence = recorded.data.sequence, kind = recorded.kind.as_str(), "change recorded");
+                    return Ok(());
+                }
+                Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {
+                    // A retry took the key over after this request's lease ran out: it runs the
+                    // change, so this one must not.
+                    return Err(StoreError::Unavailable(
+                        "the request's Idempotency-Key was taken over by a retry".into(),
+                    ));
+                }
+                // Nothing was written: another change of the org took the number (a failed
+                // counter condition), or a transaction touching one of the same items ran at
+                // the same time (which one is not said; trying again finds out).
+                Err(StoreError::ConditionFailed { index, .. }) if index == counter_index => {}
+                Err(StoreError::Conflict(_)) if attempt < SEQUENCE_TRIES => {}
+                Err(e) => return Err(e),
+            }
+            let jitter = rand::random_range(0..=wait.as_millis() as u64);
+            tokio::time::sleep(wait + Duration::from_millis(jitter)).await;
+            wait = (wait * 2).min(MAX_SEQUENCE_WAIT);
+            counter = outbox::read_counter(&*self.store, &org).await?;
+        }
+        Err(StoreError::Conflict(
+            "the org's event sequence is contended; nothing was written".into(),
+        ))
+    }
+
+    /// Wakes when a change (and its event) was written by this process: a publisher beside
+    /// the server (`floe serve`) delivers it without waiting for its next poll.
+    pub fn events_written(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.events_written.clone()
+    }
+
+    /// How long events are kept (and readable).
+    pub fn event_retention(&self) -> Duration {
+        self.event_retention
+    }
+
+    /// Keeps events for `retention`.
+    pub fn with_event_retention(mut self, retention: Duration) -> Self {
+        self.event_retention = retention;
+        self
+    }
+}
+
+/// The default event retention: the soft-delete recovery window, so a reader that looks once a
+/// week misses nothing.
+pub const DEFAULT_EVENT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);

@@ -1,0 +1,112 @@
+//! The outbox: a change's event is written by the same atomic store write as the change.
+//!
+//! The write also moves the org's event counter from `n` to `n + 1`, conditioned on it still
+//! being at `n`, and inserts the event under number `n + 1` (conditioned on it not existing).
+//! Two changes of one org can therefore never take the same number, and a number is only ever
+//! taken by a change that landed: the sequence has no gaps and no invented events. A write that
+//! loses the counter to a concurrent change of the same org is applied again with the next
+//! number (nothing of it was written).
+
+use serde::{Deserialize, Serialize};
+
+use super::{ChangeEvent, Draft};
+use crate::store::rows::{self, keys};
+use crate::store::{Condition, Item, MetaStore, StoreError, Write};
+
+/// The counter row: the last sequence number taken in the org.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct CounterRow {
+    pub last: u64,
+}
+
+/// The counter as read: its row and the version to condition on (`None`: no event yet).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counter {
+    pub last: u64,
+    pub version: Option<u64>,
+}
+
+/// Reads an org's counter.
+pub async fn read_counter(store: &dyn MetaStore, org: &str) -> Result<Counter, StoreError> {
+    Ok(
+        match rows::get::<CounterRow>(store, &keys::event_counter(org)).await? {
+            Some(v) => Counter {
+                last: v.row.last,
+                version: Some(v.version),
+            },
+            None => Counter::default(),
+        },
+    )
+}
+
+/// The two writes that record `draft` as the org's next event after `counter`: the counter's
+/// move (first) and the event. The event expires (the store deletes it by itself) after the
+/// retention.
+pub fn event_writes(
+    counter: Counter,
+    draft: Draft,
+    now_ms: u64,
+    expires_at: u64,
+) -> (Vec<Write>, ChangeEvent) {
+    let org = draft.data.org.clone();
+    let sequence = counter.last + 1;
+    let event = draft.into_event(sequence, now_ms);
+    let condition = counter
+        .version
+        .map_or(Condition::NotExists, Condition::VersionIs);
+    let counter_write = rows::put_indexed(
+        keys::event_counter(&org),
+        &CounterRow { last: sequence },
+        condition,
+        Some(keys::event_org_entry(&org)),
+    );
+    let event_write = rows::put_expiring(
+        keys::event(&org, sequence),
+        &event,
+        Condition::NotExists,
+        expires_at,
+    );
+    (vec![counter_write, event_write], event)
+}
+
+/// Decodes a stored event.
+pub fn decode(item: &Item) -> Result<ChangeEvent, StoreError> {
+    rows::decode(item)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::Kind;
+    use crate::model::{Principal, PrincipalKind};
+
+    #[test]
+    fn the_first_event_creates_the_counter_and_later_ones_move_it() {
+        let by = Principal {
+            id: "client:1".into(),
+            kind: PrincipalKind::ApiClient,
+            name: "etl".into(),
+            email: None,
+        };
+        let draft = || Draft::new(Kind::NamespaceCreated, "acme", "sales", "ns-1", &by);
+        let (writes, event) = event_writes(Counter::default(), draft(), 1000, 99);
+        assert_eq!(event.data.sequence, 1);
+        assert_eq!(writes[0].condition(), Condition::NotExists);
+        assert_eq!(writes[1].key(), &keys::event("acme", 1));
+        let Write::Put { item, .. } = &writes[1] else {
+            panic!("the event is a put")
+        };
+        assert_eq!(item.expires_at, Some(99));
+        let (writes, event) = event_writes(
+            Counter {
+                last: 7,
+                version: Some(70),
+            },
+            draft(),
+            1000,
+            99,
+        );
+        assert_eq!(event.data.sequence, 8);
+        assert_eq!(writes[0].condition(), Condition::VersionIs(70));
+    }
+}

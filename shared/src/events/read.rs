@@ -1,0 +1,183 @@
+//! Reading an org's change events back (`GET /api/v1/orgs/{org}/events`).
+//!
+//! A reader sees the events about what it may read (a table's events with read on the table, a
+//! namespace's with the namespace visible) and the events about access (grants, visibility)
+//! where it may administer them, as the management API shows grants. Its position is an opaque
+//! token (the last sequence number it was shown or skipped); a token whose next event is past
+//! the retention is 410 Gone: events were lost to it, and it must start again.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::{ChangeEvent, Kind, outbox};
+use crate::authz::Action;
+use crate::catalog::{Catalog, OrgContext};
+use crate::error::{CatalogError, Result};
+use crate::model::{NamespaceRow, OrgRole, Visibility};
+use crate::store::rows::{self, keys};
+
+/// The default and the largest page.
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+/// At most this many events are read for one page (a reader who may see few of them gets a
+/// short page and a token past all of them).
+const MAX_SCANNED: usize = 5000;
+const BATCH: usize = 500;
+
+/// One page of events.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct EventsPage {
+    pub events: Vec<ChangeEvent>,
+    /// Where the next page starts (pass as `after`); also when the page is empty, so a reader
+    /// can wait for new events with it.
+    pub next_token: String,
+}
+
+impl Catalog {
+    /// The events after `after` (from the oldest kept when `None`) that the caller may see,
+    /// at most `limit`.
+    pub async fn list_events(
+        &self,
+        ctx: &OrgContext,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<EventsPage> {
+        if limit == 0 || limit > MAX_LIMIT {
+            return Err(CatalogError::BadRequest(format!(
+                "limit must be between 1 and {MAX_LIMIT}"
+            )));
+        }
+        let org = ctx.org.name.as_str();
+        let after = after.map(parse_token).transpose()?;
+        let last = outbox::read_counter(&*self.store, org).await?.last;
+        if after.is_some_and(|a| a > last) {
+            return Err(CatalogError::BadRequest(
+                "Invalid events token: it is ahead of the org's events".into(),
+            ));
+        }
+        let now_s = self.clock.now_ms() / 1000;
+        let pk = keys::events_partition(org);
+        let mut position = after.unwrap_or(0);
+        let mut first = true;
+        let mut events = Vec::new();
+        let mut scanned = 0;
+        let mut namespaces = Namespaces::default();
+        'pages: while events.len() < limit && scanned < MAX_SCANNED && position < last {
+            let start = keys::event_sort_key(position);
+            let items = self.store.query(&pk, "", Some(&start), BATCH).await?;
+            if items.is_empty() {
+                break;
+            }
+            for item in items {
+                let expired = item.expires_at.is_some_and(|at| at <= now_s);
+                let event = outbox::decode(&item)?;
+                let sequence = event.data.sequence;
+                if first {
+                    first = false;
+                    // Expired events are gone even where the store has not removed them yet.
+                    if after.is_some() && (expired || sequence != position + 1) {
+                        return Err(gone());
+                    }
+                }
+                position = sequence;
+                scanned += 1;
+                if !expired && self.may_see(ctx, &event, &mut namespaces).await? {
+                    events.push(event);
+                }
+                if events.len() >= limit || scanned >= MAX_SCANNED {
+                    break 'pages;
+                }
+            }
+        }
+        if first && after.is_some_and(|a| a < last) {
+            // Events after the token existed and none is left.
+            return Err(gone());
+        }
+        Ok(EventsPage {
+            events,
+            next_token: position.to_string(),
+        })
+    }
+
+    /// Whether the caller may see `event`, by the rules of the object it describes.
+    async fn may_see(
+        &self,
+        ctx: &OrgContext,
+        event: &ChangeEvent,
+        namespaces: &mut Namespaces,
+    ) -> Result<bool> {
+        let data = &event.data;
+        if ctx.access.service_admin || ctx.access.org_role == Some(OrgRole::Admin) {
+            return Ok(true);
+        }
+        let public = namespaces
+            .is_public(self, &ctx.org.name, &data.namespace, &data.namespace_uuid)
+            .await?;
+        let access = &ctx.access;
+        let on = |table: Option<&str>, action: Action| {
+            access
+                .effective_by_id(&data.namespace_uuid, public, table)
+                .is_some_and(|held| held >= action)
+        };
+        Ok(match event.kind {
+            Kind::GrantChanged => {
+                on(None, Action::Manage)
+                    || data
+                        .grant
+                        .as_ref()
+                        .and_then(|g| g.table.as_deref())
+                        .is_some_and(|table| on(Some(table), Action::Manage))
+            }
+            Kind::VisibilityChanged => on(None, Action::Manage),
+            Kind::TableRenamed => {
+                on(data.table.as_deref(), Action::Read)
+                    || data
+                        .renamed_to
+                        .as_ref()
+                        .is_some_and(|to| on(Some(&to.table), Action::Read))
+            }
+            _ => on(data.table.as_deref(), Action::Read),
+        })
+    }
+}
+
+/// Namespaces looked up for one page: whether each (by id) is live and public now.
+#[derive(Default)]
+struct Namespaces(HashMap<String, bool>);
+
+impl Namespaces {
+    async fn is_public(
+        &mut self,
+        catalog: &Catalog,
+        org: &str,
+        name: &str,
+        id: &str,
+    ) -> Result<bool> {
+        if let Some(public) = self.0.get(id) {
+            return Ok(*public);
+        }
+        let row = rows::get::<NamespaceRow>(&*catalog.store, &keys::namespace(org, name)).await?;
+        let public = row.is_some_and(|ns| {
+            ns.row.id == id
+                && ns.row.deleted_ms.is_none()
+                && ns.row.visibility == Visibility::AuthenticatedPublic
+        });
+        self.0.insert(id.to_owned(), public);
+        Ok(public)
+    }
+}
+
+fn parse_token(token: &str) -> Result<u64> {
+    token
+        .parse()
+        .map_err(|_| CatalogError::BadRequest("Invalid events token".into()))
+}
+
+fn gone() -> CatalogError {
+    CatalogError::Gone(
+        "Events after this token are past the retention and were removed; start again without a token"
+            .into(),
+    )
+}
