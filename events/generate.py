@@ -8,9 +8,11 @@ The events address org `demo` with the token `ema_events_example_token`, the nam
 dropped (recoverable) namespace `events_dropped`, and
 the token's principal to be a service
 administrator (creating and updating orgs). tests/lambda provisions exactly that before feeding
-each file through lambda_http's own decoding.
+each file through lambda_http's own decoding. `events-stream.json` is what the catalog table's
+DynamoDB stream hands floe-events.
 """
 
+import base64
 import json
 import pathlib
 import urllib.parse
@@ -92,6 +94,7 @@ MANAGEMENT_ROUTES = [
     ("get-bucket", "GET", "/orgs/{org}/buckets/{nickname}", {"nickname": "default"}, {}, None),
     ("delete-bucket", "DELETE", "/orgs/{org}/buckets/{nickname}", {"nickname": "events_bucket"}, {}, None),
     ("set-default-bucket", "PUT", "/orgs/{org}/default-bucket", {}, {}, {"nickname": "default"}),
+    ("list-events", "GET", "/orgs/{org}/events", {}, {"limit": "10"}, None),
 ]
 
 
@@ -160,6 +163,49 @@ SCHEDULE = {
 }
 
 
+# What the DynamoDB stream hands floe-events: a new change event (the outbox item) and a new
+# table row beside it in the same transaction, which is not an event.
+CHANGE_EVENT = {
+    "specversion": "1.0", "id": "1", "source": "/orgs/demo", "type": "io.floe.table.created",
+    "subject": "namespaces/events_ns/tables/events_table", "time": "2026-11-29T12:00:00.000Z",
+    "datacontenttype": "application/json", "sequence": "00000000000000000001",
+    "data": {"org": "demo", "sequence": 1, "namespace": "events_ns", "namespace-uuid": "0193-ns",
+             "table": "events_table", "table-uuid": "0193-table",
+             "metadata-location": "s3://warehouse/events_ns/events_table/metadata/00000-0193.metadata.json",
+             "principal": {"id": "api_client:events", "name": "events"}},
+}
+
+
+def stream_record(sequence_number, keys, image):
+    return {
+        "eventID": f"event-{sequence_number}",
+        "eventName": "INSERT",
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": {
+            "ApproximateCreationDateTime": 1796040000,
+            "Keys": keys,
+            "NewImage": {**keys, **image},
+            "SequenceNumber": sequence_number,
+            "SizeBytes": 512,
+            "StreamViewType": "NEW_IMAGE",
+        },
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/floe/stream/2026-11-29T00:00:00.000",
+    }
+
+
+def stream_event():
+    body = base64.b64encode(json.dumps(CHANGE_EVENT).encode()).decode()
+    table_row = base64.b64encode(b'{"id":"0193-table"}').decode()
+    return {"Records": [
+        stream_record("100000000000000000001", {"pk": {"S": "NS#0193-ns"}, "sk": {"S": "TABLE#events_table"}},
+                      {"v": {"N": "1"}, "body": {"B": table_row}, "tok": {"S": "0" * 32}}),
+        stream_record("100000000000000000002", {"pk": {"S": "EVENTS#demo"}, "sk": {"S": "00000000000000000001"}},
+                      {"v": {"N": "1"}, "body": {"B": body}, "ttl": {"N": "1796644800"}}),
+    ]}
+
+
 def main():
     for name, method, template, params, query, body in ROUTES:
         (HERE / f"{name}.json").write_text(json.dumps(event(method, template, params, query, body), indent=2) + "\n")
@@ -167,6 +213,7 @@ def main():
         managed = event(method, template, params, query, body, base="/api/v1")
         (HERE / f"{name}.json").write_text(json.dumps(managed, indent=2) + "\n")
     (HERE / "purge-schedule.json").write_text(json.dumps(SCHEDULE, indent=2) + "\n")
+    (HERE / "events-stream.json").write_text(json.dumps(stream_event(), indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -63,6 +63,11 @@ pub enum Capability {
     Vend,
     /// Sealing or opening the secret of a bucket configuration (KMS on AWS).
     Secrets(SecretUse),
+    /// Putting change events on the event bus (EventBridge).
+    PublishEvents,
+    /// Sending what the stream could not deliver to the dead-letter queue (SQS; done by
+    /// Lambda's event source mapping with the function's role).
+    DeadLetters,
 }
 
 /// A deployed function: one per endpoint group, the management API, and the scheduled purge.
@@ -76,12 +81,14 @@ pub enum Function {
     Purge,
     /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
     Management,
+    /// The change-event publisher: the catalog table's stream onto the event bus.
+    Events,
 }
 
-use Capability::{Objects, Secrets, Store, Vend};
+use Capability::{DeadLetters, Objects, PublishEvents, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 7] = [
+    pub const ALL: [Function; 8] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
@@ -89,7 +96,14 @@ impl Function {
         Function::Credentials,
         Function::Purge,
         Function::Management,
+        Function::Events,
     ];
+
+    /// Whether the function runs the catalog (and its ports); the events function only
+    /// forwards what the store's stream hands it.
+    pub fn runs_the_catalog(self) -> bool {
+        self != Function::Events
+    }
 
     /// The function that serves an endpoint group.
     pub fn serving(group: Group) -> Function {
@@ -112,6 +126,7 @@ impl Function {
             Function::Credentials => "credentials",
             Function::Purge => "purge",
             Function::Management => "management",
+            Function::Events => "events",
         }
     }
 
@@ -209,6 +224,9 @@ impl Function {
                 Secrets(SecretUse::Seal),
                 Secrets(SecretUse::Open),
             ],
+            // Reads nothing of the catalog: the stream hands it the event rows (reading the
+            // stream is the event source mapping's, with the managed policy SAM attaches).
+            Function::Events => &[PublishEvents, DeadLetters],
         }
     }
 
@@ -224,6 +242,12 @@ impl Function {
                 }
                 Vend => actions.extend(StsVendor::AWS_ACTIONS),
                 Secrets(secret_use) => actions.extend(KmsSealer::aws_actions(secret_use)),
+                PublishEvents => {
+                    actions.insert("events:PutEvents");
+                }
+                DeadLetters => {
+                    actions.insert("sqs:SendMessage");
+                }
             }
         }
         actions

@@ -1,6 +1,7 @@
 //! Conformance of every port's adapters, and credential vending, against moto's DynamoDB, S3,
 //! STS and KMS. `scripts/test` starts moto on a loopback port and sets FLOE_MOTO_ENDPOINT.
 
+mod events;
 mod objects;
 mod secrets;
 mod store;

@@ -208,6 +208,7 @@ impl Deployment {
         let shared = &c.catalog;
         let instances = Function::ALL
             .into_iter()
+            .filter(|f| f.runs_the_catalog())
             .map(|function| {
                 let catalog = Catalog::new(
                     shared.store.clone(),
@@ -659,7 +660,8 @@ async fn every_function_uses_exactly_what_it_declares() {
 
     let seen = recorder.seen.lock().unwrap().clone();
     let mut mismatches = Vec::new();
-    for function in Function::ALL {
+    // The events function's PutEvents is exercised on moto by tests/aws/events.rs.
+    for function in Function::ALL.into_iter().filter(|f| f.runs_the_catalog()) {
         let declared: BTreeSet<Capability> = function.uses().iter().copied().collect();
         let used = seen.get(&function).cloned().unwrap_or_default();
         let undeclared: Vec<_> = used.difference(&declared).collect();

@@ -184,7 +184,9 @@ async fn every_event_is_answered_by_its_own_function() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| {
-            p.extension().is_some_and(|x| x == "json") && !p.ends_with("purge-schedule.json")
+            p.extension().is_some_and(|x| x == "json")
+                && !p.ends_with("purge-schedule.json")
+                && !p.ends_with("events-stream.json")
         })
         .collect();
     files.sort();
@@ -309,6 +311,24 @@ async fn the_schedule_event_runs_the_purge() {
         .unwrap();
     // Nothing has been deleted for seven days yet.
     assert!(report.purged.is_empty());
+}
+
+#[tokio::test]
+async fn the_stream_event_yields_the_change_event_and_nothing_else() {
+    let raw = std::fs::read_to_string(events_dir().join("events-stream.json")).unwrap();
+    // As the runtime decodes the payload for the function's handler.
+    let batch: aws_lambda_events::event::dynamodb::Event = serde_json::from_str(&raw).unwrap();
+    assert_eq!(batch.records.len(), 2);
+    let events: Vec<_> = batch
+        .records
+        .iter()
+        .map(|r| floe_events::change_event(r).unwrap())
+        .collect();
+    assert!(events[0].is_none(), "a table row is no event");
+    let event = events[1].as_ref().expect("the outbox item is an event");
+    assert_eq!(event.kind, floe::events::Kind::TableCreated);
+    assert_eq!(event.data.sequence, 1);
+    assert_eq!(event.data.table.as_deref(), Some("events_table"));
 }
 
 /// A store that panics: the function must still answer, with a spec 500.

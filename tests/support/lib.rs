@@ -50,6 +50,8 @@ pub struct TestCatalog {
     sts: Option<Arc<StsVendor>>,
     /// Google's token endpoint and STS, faked (GCS backend only).
     pub google: Option<gcs::FakeGoogle>,
+    /// The catalog's DynamoDB table (AWS backend only).
+    pub dynamodb_table: Option<String>,
 }
 
 /// Where a test catalog keeps its state. `FLOE_TEST_BACKEND=aws` runs the same tests on
@@ -106,6 +108,7 @@ struct Parts {
     vendor: Arc<dyn CredentialVendor>,
     sts: Option<Arc<StsVendor>>,
     google: Option<gcs::FakeGoogle>,
+    dynamodb_table: Option<String>,
 }
 
 /// Role the AWS backend vends through.
@@ -266,6 +269,7 @@ impl TestCatalog {
                 vendor: Arc::new(NoVending),
                 sts: None,
                 google: None,
+                dynamodb_table: None,
             },
             Backend::Gcs => {
                 let bucket = moto::unique("floe-http");
@@ -287,14 +291,13 @@ impl TestCatalog {
                     }),
                     sts: None,
                     google: Some(google),
+                    dynamodb_table: None,
                 }
             }
             Backend::Aws => {
                 let sdk = moto::sdk().await;
-                let store = DynamoStore::new(
-                    aws_sdk_dynamodb::Client::new(&sdk),
-                    moto::unique("floe-http"),
-                );
+                let table = moto::unique("floe-http");
+                let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), table.clone());
                 store
                     .create_table()
                     .await
@@ -323,6 +326,7 @@ impl TestCatalog {
                     vendor: sts.clone(),
                     sts: Some(sts),
                     google: None,
+                    dynamodb_table: Some(table),
                 }
             }
         };
@@ -404,6 +408,7 @@ impl TestCatalog {
             buckets: std::sync::Mutex::new(vec![parts.bucket]),
             sts,
             google: parts.google,
+            dynamodb_table: parts.dynamodb_table,
         }
     }
 

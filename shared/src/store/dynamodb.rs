@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, Projection, ProjectionType, Put, ScalarAttributeType,
-    TimeToLiveSpecification, TransactWriteItem,
+    StreamSpecification, StreamViewType, TimeToLiveSpecification, TransactWriteItem,
 };
 
 use super::{Condition, Item, Key, MetaStore, StoreError, StoreUse, Token, Write, validate_batch};
@@ -228,6 +228,14 @@ impl DynamoStore {
             .key_schema(key("pk", KeyType::Hash))
             .key_schema(key("sk", KeyType::Range))
             .global_secondary_indexes(deleted)
+            // New items (the change events among them) feed the events function.
+            .stream_specification(
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(StreamViewType::NewImage)
+                    .build()
+                    .expect("stream specification"),
+            )
             .send()
             .await;
         match created {
