@@ -1054,3 +1054,82 @@ fn reachable_bucket_configurations_on_s3() {
     s.floe(cwd, Some(ADMIN), &["buckets", "remove", "demo", "keys"])
         .ok();
 }
+
+#[test]
+fn change_events_in_the_data_dir_and_through_events_tail() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start(data.path());
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["tailed"]})),
+        200
+    );
+
+    // Everything so far, as CloudEvents, one per line.
+    let all = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["events", "tail", "demo", "--all", "--once", "--json"],
+        )
+        .ok();
+    let events: Vec<Value> = all
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1, "{all:#?}");
+    assert_eq!(events[0]["type"], "io.floe.namespace.created");
+    assert_eq!(events[0]["data"]["sequence"], 1);
+
+    // Following from now: only what happens next, as lines.
+    let mut tail = Command::new(FLOE)
+        .args(["events", "tail", "demo", "--interval-ms", "100"])
+        .env_clear()
+        .env("FLOE_URL", &s.url)
+        .env("FLOE_TOKEN", ADMIN)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = tail.stdout.take().unwrap();
+    let (line_tx, line_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = line_tx.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["followed"]})),
+        200
+    );
+    let line = line_rx.recv_timeout(Duration::from_secs(20));
+    let _ = tail.kill();
+    let _ = tail.wait();
+    let line = line.expect("events tail prints the new event");
+    assert!(line.starts_with("#2 "), "{line}");
+    assert!(line.contains("namespace.created followed"), "{line}");
+
+    // floe serve appended both to events.ndjson in the data directory.
+    let file = data.path().join("events.ndjson");
+    let mut lines = Vec::new();
+    for _ in 0..100 {
+        lines = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect();
+        if lines.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sequences: Vec<u64> = lines
+        .iter()
+        .map(|e| e["data"]["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequences, [1, 2]);
+}

@@ -16,7 +16,7 @@ use super::{
 /// A client and the output form chosen for one command.
 pub(super) struct Session {
     client: Client,
-    json: bool,
+    pub(super) json: bool,
 }
 
 impl Session {
@@ -64,7 +64,7 @@ fn print_raw(answer: &Bytes) {
     }
 }
 
-fn parse(answer: &Bytes) -> Result<Value, Failure> {
+pub(super) fn parse(answer: &Bytes) -> Result<Value, Failure> {
     serde_json::from_slice(answer).map_err(|e| {
         Failure::new(
             EXIT_SERVER,
@@ -103,6 +103,10 @@ pub async fn run(command: Command) -> Result<(), Failure> {
             connection,
             command,
         } => buckets(&Session::open(&connection)?, command).await,
+        Command::Events {
+            connection,
+            command,
+        } => super::events::run(&Session::open(&connection)?, command).await,
         Command::Whoami { connection } => {
             let s = Session::open(&connection)?;
             let answer = s.call(Method::GET, &["me"], &[], None).await?;

@@ -8,6 +8,7 @@
 
 mod client;
 mod commands;
+mod events;
 mod output;
 mod purge_wait;
 
@@ -30,7 +31,8 @@ Exit codes:
   5  not found (HTTP 404)
   6  conflict, already exists (HTTP 409)
   7  bad request (HTTP 400 and any other 4xx)
-  8  server or network error (HTTP 5xx, unreachable server, timeout, unreadable answer)";
+  8  server or network error (HTTP 5xx, unreachable server, timeout, unreadable answer)
+  9  gone (HTTP 410): change events past their retention";
 
 /// Why a management command failed, with the exit code that says so.
 #[derive(Debug)]
@@ -52,6 +54,8 @@ impl Failure {
 pub const EXIT_LOCAL: u8 = 1;
 /// Exit code of a missing or refused token.
 pub const EXIT_UNAUTHENTICATED: u8 = 3;
+/// Exit code of a token past the events' retention (410).
+pub const EXIT_GONE: u8 = 9;
 /// Exit code of server, network and protocol failures.
 pub const EXIT_SERVER: u8 = 8;
 
@@ -62,6 +66,7 @@ pub fn exit_code(status: u16) -> u8 {
         403 => 4,
         404 => 5,
         409 => 6,
+        410 => EXIT_GONE,
         400..=499 => 7,
         _ => EXIT_SERVER,
     }
@@ -127,11 +132,40 @@ pub enum Command {
         #[command(subcommand)]
         command: BucketsCommand,
     },
+    /// Follow an org's change events (CloudEvents) as they happen.
+    #[command(after_help = EXIT_CODES)]
+    Events {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
     /// Show the caller: principal, name, email, org roles and teams.
     #[command(after_help = EXIT_CODES)]
     Whoami {
         #[command(flatten)]
         connection: Connection,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum EventsCommand {
+    /// Print the org's change events the caller may see, one line each (with --json, one
+    /// CloudEvent per line), then follow new ones until interrupted.
+    Tail {
+        org: String,
+        /// Start at the oldest event kept instead of now.
+        #[arg(long, conflicts_with = "after")]
+        all: bool,
+        /// Start after this token (a `next-token`, or the `id` of the last event seen).
+        #[arg(long)]
+        after: Option<String>,
+        /// Milliseconds between looks for new events.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// Stop once every event so far is printed instead of following.
+        #[arg(long)]
+        once: bool,
     },
 }
 
