@@ -9,6 +9,14 @@ use floe::routes::Group;
 
 /// Logging and the catalog, built once per cold start and reused by every warm invocation.
 pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
+    init_logging();
+    let settings = floe::config::Settings::from_env()?;
+    let (catalog, _) = floe::deployment::open_catalog(&settings).await?;
+    Ok(catalog)
+}
+
+/// JSON logs to stdout (CloudWatch), with the invocation's request id from the runtime's span.
+pub fn init_logging() {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
@@ -19,9 +27,6 @@ pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
         .with_span_list(false)
         .without_time()
         .init();
-    let settings = floe::config::Settings::from_env()?;
-    let (catalog, _) = floe::deployment::open_catalog(&settings).await?;
-    Ok(catalog)
 }
 
 /// Serves one endpoint group through `lambda_http`; routes of other groups answer a spec 404.
