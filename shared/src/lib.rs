@@ -23,4 +23,5 @@ pub mod routes;
 pub mod secrets;
 pub mod store;
 pub mod types;
+pub mod ui;
 pub mod vending;

@@ -19,3 +19,4 @@ mod parity;
 mod persistence;
 mod purge;
 mod tables;
+mod ui;

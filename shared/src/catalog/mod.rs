@@ -5,6 +5,7 @@
 
 mod access;
 mod admin;
+mod browse;
 mod buckets;
 mod commit;
 mod config;
@@ -17,6 +18,7 @@ mod namespaces;
 pub mod paging;
 pub mod parity;
 pub mod placement;
+pub mod sessions;
 pub mod storage;
 mod tables;
 
@@ -27,6 +29,7 @@ pub use admin::{
     ApiClientView, Me, NamespacePatch, NamespaceSettings, TeamView, display_principal,
     issue_service_admin,
 };
+pub use browse::NamespaceSummary;
 pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};
 pub use config::{iso_duration, parse_iso_duration};
