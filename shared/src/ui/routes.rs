@@ -406,8 +406,8 @@ async fn not_found() -> UiError {
     UiError::NotFound
 }
 
-/// Headers of every web view answer: the CSP, no sniffing, no referrer (table names stay off
-/// other sites' logs), no framing, and no caching of pages (which show what one principal may
+/// Headers of every web view answer: the CSP, no sniffing, referrers only to the web view
+/// itself (table names stay off other sites' logs), no framing, and no caching of pages (which show what one principal may
 /// see).
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
