@@ -1,7 +1,7 @@
 //! Least privilege: the AWS actions each deployed function's code can call.
 //!
-//! Each function (an endpoint group of the route table, the management API, or the scheduled
-//! purge) declares here
+//! Each function (an endpoint group of the route table, the management API, the web view, or the
+//! scheduled purge) declares here
 //! how it uses the ports: which store operations, which object operations, whether it vends
 //! credentials. Each AWS adapter declares, next to the code that makes the calls, which actions
 //! each of those uses needs (`DynamoStore::aws_actions`, `S3ObjectStore::aws_actions`,
@@ -65,7 +65,8 @@ pub enum Capability {
     Secrets(SecretUse),
 }
 
-/// A deployed function: one per endpoint group, the management API, and the scheduled purge.
+/// A deployed function: one per endpoint group, the management API, the web view, and the
+/// scheduled purge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Function {
     Config,
@@ -76,12 +77,14 @@ pub enum Function {
     Purge,
     /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
     Management,
+    /// The read-only web view under `/ui` (`ui::GATEWAY_ROUTES`).
+    Ui,
 }
 
 use Capability::{Objects, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 7] = [
+    pub const ALL: [Function; 8] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
@@ -89,6 +92,7 @@ impl Function {
         Function::Credentials,
         Function::Purge,
         Function::Management,
+        Function::Ui,
     ];
 
     /// The function that serves an endpoint group.
@@ -112,6 +116,7 @@ impl Function {
             Function::Credentials => "credentials",
             Function::Purge => "purge",
             Function::Management => "management",
+            Function::Ui => "ui",
         }
     }
 
@@ -209,6 +214,19 @@ impl Function {
                 Secrets(SecretUse::Seal),
                 Secrets(SecretUse::Open),
             ],
+            // Reads as the management API and loadTable do: the org context, namespace and
+            // table listings (queries), the table's row and namespace (gets), its current
+            // metadata file (an object get, through the bucket's role or sealed keys). Sign-in
+            // puts a session row and sign-out deletes it; nothing else is written, nothing is
+            // vended.
+            Function::Ui => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Store(StoreUse::Delete),
+                Objects(ObjectUse::Get),
+                Secrets(SecretUse::Open),
+            ],
         }
     }
 
@@ -262,6 +280,7 @@ mod tests {
             Function::Commits,
             Function::Purge,
             Function::Management,
+            Function::Ui,
         ] {
             assert!(
                 function.aws_actions().contains("sts:AssumeRole"),

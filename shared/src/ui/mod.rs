@@ -22,7 +22,7 @@ use crate::catalog::Catalog;
 use crate::config::Settings;
 
 pub use error::UiError;
-pub use routes::{BASE_PATH, router, standalone_router};
+pub use routes::{BASE_PATH, GATEWAY_ROUTES, router, standalone_router};
 
 /// How the web view renders what it cannot know from the catalog.
 #[derive(Debug, Clone, Default)]

@@ -25,6 +25,15 @@ use crate::model::{OrgRole, Principal, Visibility};
 /// Base path of every web view page.
 pub const BASE_PATH: &str = "/ui";
 
+/// The routes of the deployed HTTP API (template.yaml) that reach the `floe-ui` function, as
+/// (method, path): every page and the stylesheet are `GET /ui` or `GET` under `/ui/`, sign-in
+/// and sign-out `POST` under `/ui/`. API Gateway answers other methods itself.
+pub const GATEWAY_ROUTES: [(&str, &str); 3] = [
+    ("GET", "/ui"),
+    ("GET", "/ui/{proxy+}"),
+    ("POST", "/ui/{proxy+}"),
+];
+
 /// The stylesheet, in the binary: no file to deploy, no build step.
 const CSS: &str = include_str!("../../templates/static/floe.css");
 
