@@ -43,14 +43,22 @@ pub struct RepoUrl {
 }
 
 impl RepoUrl {
-    /// Accepts only http(s) patterns naming `{repo}`, so a link can only lead to a repo page.
+    /// Accepts only http(s) patterns naming `{repo}` with a fixed host, so a link can only lead
+    /// to a repo page of the configured site: the authority must be written out, placeholders
+    /// only after it (`https:///{repo}` would otherwise parse with the repo as its host, since
+    /// URL parsers skip extra slashes).
     pub fn parse(pattern: &str) -> Result<Self, UiConfigError> {
         let pattern = pattern.trim();
         let lower = pattern.to_ascii_lowercase();
         let scheme_ok = lower.starts_with("https://") || lower.starts_with("http://");
+        let authority = pattern
+            .split_once("://")
+            .map(|(_, rest)| rest.split(['/', '\\', '?', '#']).next().unwrap_or_default())
+            .unwrap_or_default();
+        let authority_ok = !authority.is_empty() && !authority.contains(['{', '}']);
         let host_ok = url::Url::parse(&pattern.replace("{org}", "o").replace("{repo}", "r"))
             .is_ok_and(|u| u.host_str().is_some_and(|h| !h.is_empty()));
-        if !scheme_ok || !host_ok || !pattern.contains("{repo}") {
+        if !scheme_ok || !authority_ok || !host_ok || !pattern.contains("{repo}") {
             return Err(UiConfigError::RepoUrl(pattern.to_owned()));
         }
         Ok(Self {
@@ -94,6 +102,9 @@ mod tests {
             "ftp://x/{repo}",
             "https://x/",
             "https:///{repo}",
+            "https://{repo}/x",
+            "https://x@{repo}/",
+            "https:/\\{repo}",
             "data:text/html,{repo}",
         ] {
             assert!(RepoUrl::parse(bad).is_err(), "{bad}");
