@@ -1,15 +1,16 @@
 """Writes the sample API Gateway HTTP API (payload 2.0) events, one per route of the Iceberg
-catalog and of the management API, plus the purge's scheduled event. Run from the repository
-root: python3 events/generate.py
+catalog and of the management API, browser requests of the web view (`ui-*.json`), plus the
+purge's scheduled event. Run from the repository root: python3 events/generate.py
 
 The events address org `demo` with the token `ema_events_example_token`, the namespace
 `events_ns` and the table `events_table`; the management events also expect the team
 `events_team`, the api client `events_client`, the bucket configuration `events_bucket`, the
 dropped (recoverable) namespace `events_dropped`, and
 the token's principal to be a service
-administrator (creating and updating orgs). tests/lambda provisions exactly that before feeding
-each file through lambda_http's own decoding. `events-stream.json` is what the catalog table's
-DynamoDB stream hands floe-events.
+administrator (creating and updating orgs). The web view's events that carry the session cookie
+expect a session of the token's principal whose id is `SESSION`. tests/lambda provisions exactly
+that before feeding each file through lambda_http's own decoding. `events-stream.json` is what
+the catalog table's DynamoDB stream hands floe-events.
 """
 
 import base64
@@ -18,6 +19,8 @@ import pathlib
 import urllib.parse
 
 TOKEN = "ema_events_example_token"
+# A web view session id (43 letters and digits, as the server draws them).
+SESSION = "eventsExampleSession" + "0" * 23
 HERE = pathlib.Path(__file__).parent
 
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": True}]}
@@ -97,6 +100,19 @@ MANAGEMENT_ROUTES = [
     ("list-events", "GET", "/orgs/{org}/events", {}, {"limit": "10"}, None),
 ]
 
+# The web view (floe-ui), as a browser sends it; routes as floe::ui::GATEWAY_ROUTES declares them.
+# name, method, route template, path, query, form body, with the session cookie
+UI_ROUTES = [
+    ("ui-index", "GET", "/ui", "/ui", {}, None, False),
+    ("ui-sign-in", "POST", "/ui/{proxy+}", "/ui/signin", {}, {"token": TOKEN}, False),
+    ("ui-org", "GET", "/ui/{proxy+}", "/ui/orgs/demo", {}, None, True),
+    ("ui-org-signed-out", "GET", "/ui/{proxy+}", "/ui/orgs/demo", {}, None, False),
+    ("ui-table", "GET", "/ui/{proxy+}", "/ui/orgs/demo/namespaces/events_ns/tables/events_table",
+     {"page": "1"}, None, True),
+    ("ui-stylesheet", "GET", "/ui/{proxy+}", "/ui/static/floe.css", {}, None, False),
+    ("ui-sign-out", "POST", "/ui/{proxy+}", "/ui/signout", {}, {}, True),
+]
+
 
 def event(method, template, params, query, body, base="/iceberg"):
     """An Iceberg route's event (`base` /iceberg, as PyIceberg sends it), or a management
@@ -147,6 +163,38 @@ def event(method, template, params, query, body, base="/iceberg"):
         out["pathParameters"] = params
     if body is not None:
         out["body"] = json.dumps(body)
+    return out
+
+
+def ui_event(method, template, path, query, form, signed_in):
+    """A browser's request to the web view: HTML accepted, the session in the payload's `cookies`
+    (API Gateway takes them out of the headers), a form post base64-encoded as API Gateway
+    passes non-text bodies, with the Origin and Sec-Fetch-Site a browser adds."""
+    host = "floe.execute-api.us-east-1.amazonaws.com"
+    user_agent = "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0"
+    route_key = f"{method} {template}"
+    headers = {
+        "accept": "text/html,application/xhtml+xml",
+        "accept-encoding": "identity",
+        "host": host,
+        "user-agent": user_agent,
+        "x-forwarded-proto": "https",
+    }
+    if form is not None:
+        headers["content-type"] = "application/x-www-form-urlencoded"
+        headers["origin"] = f"https://{host}"
+        headers["sec-fetch-site"] = "same-origin"
+    out = event(method, template, {}, query, None)
+    out.update({"routeKey": route_key, "rawPath": path, "headers": headers})
+    out["requestContext"].update({"routeKey": route_key})
+    out["requestContext"]["http"].update({"path": path, "userAgent": user_agent})
+    if template.endswith("{proxy+}"):
+        out["pathParameters"] = {"proxy": path.removeprefix("/ui/")}
+    if signed_in:
+        out["cookies"] = [f"floe_session={SESSION}"]
+    if form is not None:
+        out["body"] = base64.b64encode(urllib.parse.urlencode(form).encode()).decode()
+        out["isBase64Encoded"] = True
     return out
 
 
@@ -212,6 +260,8 @@ def main():
     for name, method, template, params, query, body in MANAGEMENT_ROUTES:
         managed = event(method, template, params, query, body, base="/api/v1")
         (HERE / f"{name}.json").write_text(json.dumps(managed, indent=2) + "\n")
+    for name, *request in UI_ROUTES:
+        (HERE / f"{name}.json").write_text(json.dumps(ui_event(*request), indent=2) + "\n")
     (HERE / "purge-schedule.json").write_text(json.dumps(SCHEDULE, indent=2) + "\n")
     (HERE / "events-stream.json").write_text(json.dumps(stream_event(), indent=2) + "\n")
 

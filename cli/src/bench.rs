@@ -6,6 +6,10 @@
 //! By default it starts its own catalog (embedded store, temporary data directory) on a free
 //! 127.0.0.1 port, so the figures are reproducible with one command; `--url` and `--token`
 //! measure an already running catalog instead.
+//!
+//! `--ui` measures the web view instead: the table page (the first and the last page of its
+//! snapshot history) at each table size, through the web view's router in process with a
+//! signed-in session, so the figures are the page's own cost (session check, metadata, render).
 
 mod cost;
 
@@ -62,6 +66,10 @@ pub struct BenchArgs {
     /// Print dollars per million loads and commits on AWS (needs the private catalog).
     #[arg(long)]
     cost: bool,
+    /// Measure the web view's table page (first and last page of the snapshot history) at each
+    /// table size instead, in process with a signed-in session (needs the private catalog).
+    #[arg(long)]
+    ui: bool,
 }
 
 struct Http {
@@ -166,6 +174,9 @@ impl Summary {
 }
 
 pub async fn run(args: BenchArgs) -> Result<(), String> {
+    if args.ui {
+        return run_ui(&args).await;
+    }
     let _private: Option<tempfile::TempDir>;
     let mut meter: Option<Meter> = None;
     let (base, token, warehouse) = match (&args.url, &args.token) {
@@ -301,6 +312,9 @@ async fn create_table(http: &Http, warehouse: &str) -> Result<String, String> {
 struct Growth {
     parent: Option<i64>,
     snapshots: usize,
+    /// Snapshot summaries as engines write them (file and record counts and totals), which the
+    /// web view shows and charts; otherwise the operation only.
+    full_summaries: bool,
 }
 
 impl Growth {
@@ -312,11 +326,22 @@ impl Growth {
         for _ in 0..count {
             self.snapshots += 1;
             let id = 1_000 + self.snapshots as i64;
+            let mut summary = json!({"operation": "append"});
+            if self.full_summaries {
+                let n = self.snapshots;
+                summary = json!({"operation": "append",
+                    "added-data-files": "1", "added-records": "1000",
+                    "added-files-size": "65536", "changed-partition-count": "1",
+                    "total-data-files": n.to_string(), "total-records": (n * 1000).to_string(),
+                    "total-files-size": (n * 65536).to_string(), "total-delete-files": "0",
+                    "total-position-deletes": "0", "total-equality-deletes": "0",
+                    "engine-name": "bench", "engine-version": "1"});
+            }
             updates.push(json!({"action": "add-snapshot", "snapshot": {
                 "snapshot-id": id, "parent-snapshot-id": self.parent,
                 "sequence-number": self.snapshots, "timestamp-ms": now_ms(),
                 "manifest-list": format!("file:///bench/snap-{id}.avro"),
-                "summary": {"operation": "append"}, "schema-id": 0}}));
+                "summary": summary, "schema-id": 0}}));
             self.parent = Some(id);
         }
         updates.push(json!({"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": self.parent}));
@@ -704,6 +729,136 @@ fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// `floe bench --ui`: the table page of the web view, first and last page of the history, at
+/// each table size. The table grows through the API over loopback as for the other modes; pages
+/// are requested from the web view's router in process, with a session signed in once.
+async fn run_ui(args: &BenchArgs) -> Result<(), String> {
+    if args.url.is_some() || args.cost {
+        return Err(
+            "--ui measures the web view of a private catalog: leave out --url and --cost".into(),
+        );
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let token = floe::auth::generate_token();
+    let (catalog, _) = floe::deployment::open(dir.path(), "demo", Some(&token))
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = serve_on_loopback(floe::http::full_router(catalog.clone())).await?;
+    let http = Http {
+        client: Client::builder(TokioExecutor::new()).build_http(),
+        base: format!("http://{addr}/iceberg"),
+        token: token.clone(),
+    };
+    let table_path = create_table(&http, "demo").await?;
+    // `/v1/{prefix}/namespaces/{ns}/tables/{table}` -> the web view's table page.
+    let page_path = table_path
+        .strip_prefix("/v1/demo/")
+        .map(|rest| format!("/ui/orgs/demo/{rest}"))
+        .ok_or("unexpected table path")?;
+    let ui = floe::ui::router(catalog, floe::ui::UiConfig::default());
+    let cookie = ui_sign_in(&ui, &token).await?;
+
+    let mut sizes = args.snapshots.clone();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut table = Growth {
+        full_summaries: true,
+        ..Growth::default()
+    };
+    let mut results = Vec::new();
+    for size in sizes {
+        table
+            .grow_to(&http, &table_path, size, args.batch.max(1))
+            .await?;
+        let pages = size.div_ceil(50).max(1);
+        let mut variants = vec![("table page, history page 1".to_owned(), page_path.clone())];
+        if pages > 1 {
+            variants.push((
+                format!("table page, history page {pages} (last)"),
+                format!("{page_path}?page={pages}"),
+            ));
+        }
+        for (label, path) in variants {
+            let mut summary = Summary {
+                name: "ui",
+                samples: Vec::with_capacity(args.iterations),
+            };
+            let mut bytes = 0;
+            for i in 0..(args.warmup + args.iterations) {
+                let started = Instant::now();
+                bytes = ui_get(&ui, &path, &cookie).await?;
+                if i >= args.warmup {
+                    summary.samples.push(started.elapsed());
+                }
+            }
+            results.push((format!("{size} snapshots, {label}"), summary, bytes));
+        }
+    }
+    println!(
+        "floe bench --ui: the web view's table page in process ({} measured requests per row, {} warm-up)",
+        args.iterations, args.warmup
+    );
+    for (label, summary, bytes) in &mut results {
+        summary.print(label);
+        println!(
+            "{:<10} {:<32} {bytes} bytes per page (HTML, uncompressed)",
+            "", ""
+        );
+    }
+    Ok(())
+}
+
+/// Signs in to the web view with `token`; answers the session cookie (`name=value`).
+async fn ui_sign_in(ui: &axum::Router, token: &str) -> Result<String, String> {
+    let form: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("token", token)
+        .finish();
+    let request = Request::post("/ui/signin")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(axum::body::Body::from(form))
+        .map_err(|e| e.to_string())?;
+    let response = tower::ServiceExt::oneshot(ui.clone(), request)
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.status() != StatusCode::SEE_OTHER {
+        return Err(format!("web view sign-in: got {}", response.status()));
+    }
+    response
+        .headers()
+        .get(http::header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .map(str::to_owned)
+        .ok_or_else(|| "web view sign-in set no cookie".into())
+}
+
+/// One page of the web view, whole; answers its size in bytes.
+async fn ui_get(ui: &axum::Router, path: &str, cookie: &str) -> Result<usize, String> {
+    let request = Request::get(path)
+        .header("host", "127.0.0.1")
+        .header("cookie", cookie)
+        .body(axum::body::Body::empty())
+        .map_err(|e| e.to_string())?;
+    let response = tower::ServiceExt::oneshot(ui.clone(), request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    if status != StatusCode::OK {
+        return Err(format!(
+            "GET {path}: expected 200, got {status}: {}",
+            String::from_utf8_lossy(&body)
+        ));
+    }
+    Ok(body.len())
 }
 
 /// A private catalog without counting wrappers; answers its URL and token.

@@ -131,14 +131,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         ));
     }
     start_publishers(&args, &catalog)?;
-    let app = floe::http::full_router(catalog);
+    let ui = floe::ui::UiConfig::from_settings(settings).map_err(|e| e.to_string())?;
+    let app = floe::ui::router(catalog.clone(), ui).merge(floe::http::full_router(catalog));
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(addr = %local, org = %settings.dev_org, store = ?settings.store, "Floe catalog listening");
     eprintln!(
-        "Floe catalog: http://{local}/iceberg  (warehouse '{}')",
+        "Floe catalog: http://{local}/iceberg  (warehouse '{}'); web view: http://{local}/ui/",
         settings.dev_org
     );
     axum::serve(listener, app)

@@ -110,6 +110,11 @@ pub struct Settings {
         default_value = crate::vending::gcs::DEFAULT_STS_ENDPOINT
     )]
     pub gcs_token_exchange_endpoint: String,
+    /// Web view: where a snapshot's `arraylake.source.repo` (`org/repo`) links to, an http(s)
+    /// URL with `{org}` and `{repo}` placeholders (e.g. https://app.example.com/{org}/{repo});
+    /// unset, the repo is shown as text.
+    #[arg(long, env = "FLOE_UI_REPO_URL")]
+    pub ui_repo_url: Option<String>,
 }
 
 impl Settings {

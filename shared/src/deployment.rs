@@ -399,6 +399,7 @@ pub async fn open_wrapped(
         gcs_credentials: None,
         gcs_emulator: None,
         gcs_token_exchange_endpoint: crate::vending::gcs::DEFAULT_STS_ENDPOINT.into(),
+        ui_repo_url: None,
     };
     open_catalog_wrapped(&settings, wraps).await
 }

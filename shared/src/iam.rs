@@ -1,7 +1,7 @@
 //! Least privilege: the AWS actions each deployed function's code can call.
 //!
-//! Each function (an endpoint group of the route table, the management API, or the scheduled
-//! purge) declares here
+//! Each function (an endpoint group of the route table, the management API, the web view, or the
+//! scheduled purge) declares here
 //! how it uses the ports: which store operations, which object operations, whether it vends
 //! credentials. Each AWS adapter declares, next to the code that makes the calls, which actions
 //! each of those uses needs (`DynamoStore::aws_actions`, `S3ObjectStore::aws_actions`,
@@ -70,7 +70,8 @@ pub enum Capability {
     DeadLetters,
 }
 
-/// A deployed function: one per endpoint group, the management API, and the scheduled purge.
+/// A deployed function: one per endpoint group, the management API, the web view, and the
+/// scheduled purge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Function {
     Config,
@@ -81,6 +82,8 @@ pub enum Function {
     Purge,
     /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
     Management,
+    /// The read-only web view under `/ui` (`ui::GATEWAY_ROUTES`).
+    Ui,
     /// The change-event publisher: the catalog table's stream onto the event bus.
     Events,
 }
@@ -88,7 +91,7 @@ pub enum Function {
 use Capability::{DeadLetters, Objects, PublishEvents, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 8] = [
+    pub const ALL: [Function; 9] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
@@ -96,6 +99,7 @@ impl Function {
         Function::Credentials,
         Function::Purge,
         Function::Management,
+        Function::Ui,
         Function::Events,
     ];
 
@@ -126,6 +130,7 @@ impl Function {
             Function::Credentials => "credentials",
             Function::Purge => "purge",
             Function::Management => "management",
+            Function::Ui => "ui",
             Function::Events => "events",
         }
     }
@@ -224,6 +229,19 @@ impl Function {
                 Secrets(SecretUse::Seal),
                 Secrets(SecretUse::Open),
             ],
+            // Reads as the management API and loadTable do: the org context, namespace and
+            // table listings (queries), the table's row and namespace (gets), its current
+            // metadata file (an object get, through the bucket's role or sealed keys). Sign-in
+            // puts a session row and sign-out deletes it; nothing else is written, nothing is
+            // vended.
+            Function::Ui => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Store(StoreUse::Delete),
+                Objects(ObjectUse::Get),
+                Secrets(SecretUse::Open),
+            ],
             // Reads nothing of the catalog: the stream hands it the event rows (reading the
             // stream is the event source mapping's, with the managed policy SAM attaches).
             Function::Events => &[PublishEvents, DeadLetters],
@@ -286,6 +304,7 @@ mod tests {
             Function::Commits,
             Function::Purge,
             Function::Management,
+            Function::Ui,
         ] {
             assert!(
                 function.aws_actions().contains("sts:AssumeRole"),

@@ -25,4 +25,5 @@ pub mod routes;
 pub mod secrets;
 pub mod store;
 pub mod types;
+pub mod ui;
 pub mod vending;

@@ -1,5 +1,5 @@
 //! The least-privilege declaration (floe::iam) against what the code does: every route of every
-//! endpoint group, every management route, and a purge run, through adapters that record each
+//! endpoint group, every management route, every page of the web view, and a purge run, through adapters that record each
 //! use of the store, of table storage and of the vendor, attributed to the function that serves
 //! the request. Each function must use exactly what it declares: a use it does not declare would
 //! be an action its role lacks on AWS; a declared use no path exercises would be a grant to
@@ -256,6 +256,36 @@ async fn call_management(
     let router = floe::http::management_router(d.instances[&function].clone());
     let uri = format!("/api/v1{path}");
     send(d, function, router, method, &uri, token, body).await
+}
+
+/// One web view request, served by the web view's function: answers status and headers (pages
+/// are HTML; their content is tests/http/ui.rs's business).
+async fn call_ui(
+    d: &Deployment,
+    method: Method,
+    path: &str,
+    cookie: Option<&str>,
+    form: Option<&str>,
+) -> (http::StatusCode, http::HeaderMap) {
+    let function = Function::Ui;
+    let router = floe::ui::router(d.instances[&function].clone(), Default::default());
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "127.0.0.1:8181");
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    if form.is_some() {
+        request = request.header("content-type", "application/x-www-form-urlencoded");
+    }
+    let request = request
+        .body(axum::body::Body::from(form.unwrap_or_default().to_owned()))
+        .unwrap();
+    d.recorder.set(Some(function));
+    let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+    d.recorder.set(None);
+    (response.status(), response.headers().clone())
 }
 
 async fn send(
@@ -615,6 +645,28 @@ async fn every_function_uses_exactly_what_it_declares() {
     call(d, Method::GET, &format!("{tables}/t2/credentials"), None)
         .await
         .assert_ok(200);
+
+    // The web view: sign in, every page down to the table (its metadata read from the bucket
+    // with static keys), the stylesheet, sign out.
+    let form = format!("token={ADMIN_TOKEN}");
+    let (status, headers) = call_ui(d, Method::POST, "/ui/signin", None, Some(&form)).await;
+    assert_eq!(status, 303);
+    let cookie = headers["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    for page in [
+        "/ui/".to_owned(),
+        format!("/ui/orgs/{ORG}"),
+        format!("/ui/orgs/{ORG}/namespaces/ns"),
+        format!("/ui/orgs/{ORG}/namespaces/ns/tables/t2"),
+        "/ui/static/floe.css".to_owned(),
+    ] {
+        let (status, _) = call_ui(d, Method::GET, &page, Some(&cookie), None).await;
+        assert_eq!(status, 200, "{page}");
+    }
+    let (status, _) = call_ui(d, Method::POST, "/ui/signout", Some(&cookie), Some("")).await;
+    assert_eq!(status, 303);
+    let (status, _) = call_ui(d, Method::GET, "/ui/", Some(&cookie), None).await;
+    assert_eq!(status, 200, "the sign-in page");
 
     // Tables again: drop; then the namespace goes.
     for table in ["t2", "staged"] {

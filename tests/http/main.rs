@@ -20,3 +20,4 @@ mod parity;
 mod persistence;
 mod purge;
 mod tables;
+mod ui;

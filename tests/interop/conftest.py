@@ -24,6 +24,8 @@ import pytest
 WAREHOUSE = "demo"
 REGION = "us-east-1"
 VENDING_ROLE = "arn:aws:iam::123456789012:role/floe-vending"
+# Where the web view links a snapshot's `arraylake.source.repo` (test_ui.py checks the link).
+REPO_URL = "https://repos.example.test/{org}/{repo}"
 
 
 def _free_port() -> int:
@@ -129,7 +131,7 @@ def floe(request):
     data_dir = tempfile.mkdtemp(prefix=f"floe-interop-{backend}-")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "AWS_"))}
     env.update(FLOE_ADDR=f"127.0.0.1:{port}", FLOE_DATA_DIR=data_dir, FLOE_DEV_TOKEN=token,
-               FLOE_DEV_ORG=WAREHOUSE, FLOE_LOG="warn")
+               FLOE_DEV_ORG=WAREHOUSE, FLOE_LOG="warn", FLOE_UI_REPO_URL=REPO_URL)
     if backend == "aws":
         env.update(_aws_env(moto))
         subprocess.run([binary, "admin", "init"], env=env, check=True, capture_output=True)

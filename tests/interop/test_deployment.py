@@ -1,11 +1,13 @@
 """The deployment agrees with the code: template.yaml's HTTP API routes map each route to the
-function of its endpoint group and each management route to the management function,
+function of its endpoint group, each management route to the management function and the web
+view's routes to the web view's function,
 `GET /v1/config` advertises exactly the Iceberg routes, and each function's role grants exactly
 the AWS actions its code can call (`floe iam`)."""
 
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import yaml
@@ -44,6 +46,15 @@ def _management_routes():
     return {(method.upper(), path) for path, item in document["paths"].items() for method in item if method in methods}
 
 
+def _ui_routes():
+    """(method, path) of the HTTP API routes of the web view, as floe::ui::GATEWAY_ROUTES declares
+    them (tests/lambda routes a sample event of each into the web view's router)."""
+    source = (ROOT / "shared" / "src" / "ui" / "routes.rs").read_text()
+    declaration = re.search(r"pub const GATEWAY_ROUTES: \[\(&str, &str\); \d+\] = \[(.*?)\];", source, re.S)
+    assert declaration, "shared/src/ui/routes.rs declares no GATEWAY_ROUTES"
+    return set(re.findall(r'\("([A-Z]+)", "([^"]+)"\)', declaration.group(1)))
+
+
 def _template():
     return yaml.load((ROOT / "template.yaml").read_text(), Loader=_CloudFormationLoader)
 
@@ -60,6 +71,9 @@ def test_template_routes_are_the_route_table():
     management = _management_routes()
     assert management, "docs/management-api.yaml lists no routes"
     expected |= {(method, "/api/v1" + path, "ManagementFunction") for method, path in management}
+    ui = _ui_routes()
+    assert ("GET", "/ui") in ui, ui
+    expected |= {(method, path, "UiFunction") for method, path in ui}
     assert declared == expected
 
 
@@ -71,7 +85,7 @@ def test_every_function_builds_a_binary_of_the_workspace():
         if resource["Type"] == "AWS::Serverless::Function"
     }
     functions = ("config", "namespaces", "tables", "commits", "credentials", "purge", "management",
-                 "events")
+                 "ui", "events")
     assert set(binaries.values()) == {f"floe-{f}" for f in functions}
     for binary in binaries.values():
         manifest = (ROOT / "functions" / binary.removeprefix("floe-") / "Cargo.toml").read_text()

@@ -1,6 +1,6 @@
 //! Every file in events/ goes through lambda_http's own decoding and response encoding into the
-//! function that owns its route (an endpoint group's, or the management function), on a real
-//! embedded catalog provisioned as the events expect.
+//! function that owns its route (an endpoint group's, the management function, or the web
+//! view's), on a real embedded catalog provisioned as the events expect.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,13 +11,15 @@ use floe::iam::Function;
 use floe::model::OrgRole;
 use floe::routes::{Group, ROUTES};
 use floe::store::Condition;
-use floe::store::rows::{self, ApiClientRow, MemberRow, keys};
+use floe::store::rows::{self, ApiClientRow, MemberRow, SessionRow, keys};
 use lambda_http::request::LambdaRequest;
 use lambda_http::tower::Service;
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "ema_events_example_token";
+/// The web view session the `ui-*` events with a cookie carry (events/generate.py).
+const SESSION: &str = "eventsExampleSession00000000000000000000000";
 
 fn events_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")
@@ -26,7 +28,8 @@ fn events_dir() -> PathBuf {
 /// Org `demo` with `events_ns` (holding `events_table`), an empty `events_empty` and a dropped
 /// `events_dropped`; for the
 /// management events also the team `events_team`, the api client `events_client`, and the
-/// token's principal a service administrator.
+/// token's principal a service administrator; for the web view's events a session of the token's
+/// principal.
 async fn provisioned(dir: &Path) -> Arc<Catalog> {
     let (catalog, _) = floe::deployment::open(dir, "demo", Some(TOKEN))
         .await
@@ -100,13 +103,26 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
         .unwrap();
     let dropped = tower::ServiceExt::oneshot(router, drop).await.unwrap();
     assert_eq!(dropped.status(), 204, "provisioning events_dropped");
+    let now_ms = floe::clock::Clock::now_ms(&floe::clock::SystemClock);
+    let expires_at = now_ms / 1000 + 3600;
+    let session = SessionRow {
+        principal: catalog.authenticate(TOKEN).await.unwrap(),
+        token_hash: Some(floe::auth::hash_token(TOKEN)),
+        created_ms: now_ms,
+        expires_at,
+    };
+    let key = keys::session(&floe::auth::hash_token(SESSION));
+    let put = rows::put_expiring(key, &session, Condition::NotExists, expires_at);
+    store.write(vec![put]).await.unwrap();
     catalog
 }
 
-/// The functions behind API Gateway: one per endpoint group, and the management function.
+/// The functions behind API Gateway: one per endpoint group, the management function and the
+/// web view's.
 fn http_functions() -> Vec<Function> {
     let mut functions: Vec<Function> = Group::ALL.into_iter().map(Function::serving).collect();
     functions.push(Function::Management);
+    functions.push(Function::Ui);
     functions
 }
 
@@ -120,6 +136,9 @@ fn router_of(catalog: Arc<Catalog>, function: Function) -> axum::Router {
         None if function == Function::Management => {
             floe_lambda::fit_lambda_limits(floe::http::management_router(catalog))
         }
+        None if function == Function::Ui => floe_lambda::fit_lambda_limits(
+            floe::ui::standalone_router(catalog, floe::ui::UiConfig::default()),
+        ),
         None => panic!("{function:?} serves no HTTP routes"),
     }
 }
@@ -137,8 +156,15 @@ fn route_of(event: &Value) -> (Function, &'static str) {
             .find(|r| r.endpoint() == key)
             .map(|r| (Function::Management, r.method))
     };
+    let ui = || {
+        floe::ui::GATEWAY_ROUTES
+            .iter()
+            .find(|(method, path)| format!("{method} {path}") == key)
+            .map(|(method, _)| (Function::Ui, *method))
+    };
     iceberg
         .or_else(management)
+        .or_else(ui)
         .unwrap_or_else(|| panic!("no route for {key}"))
 }
 
@@ -174,6 +200,10 @@ fn expected_status(file: &str) -> u16 {
         | "delete-team-member.json"
         | "put-grant.json"
         | "delete-grant.json" => 204,
+        // Signing in and out answer with a redirect to the web view's first page.
+        "ui-sign-in.json" | "ui-sign-out.json" => 303,
+        // A page without a session is the sign-in page, as a 401.
+        "ui-org-signed-out.json" => 401,
         _ => 200,
     }
 }
@@ -190,11 +220,29 @@ async fn every_event_is_answered_by_its_own_function() {
         })
         .collect();
     files.sort();
+    let (ui, api): (Vec<&PathBuf>, Vec<&PathBuf>) = files.iter().partition(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("ui-"))
+    });
     assert_eq!(
-        files.len(),
+        api.len(),
         ROUTES.len() + MANAGEMENT_ROUTES.len(),
         "one event per route"
     );
+    // The web view's routes are API Gateway's greedy ones: each has an event at least.
+    let ui_keys: std::collections::BTreeSet<String> = ui
+        .iter()
+        .map(|p| {
+            let event: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+            event["routeKey"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let gateway: std::collections::BTreeSet<String> = floe::ui::GATEWAY_ROUTES
+        .iter()
+        .map(|(method, path)| format!("{method} {path}"))
+        .collect();
+    assert_eq!(ui_keys, gateway, "the web view's events cover its routes");
     for path in files {
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         let raw = std::fs::read_to_string(&path).unwrap();
@@ -209,20 +257,40 @@ async fn every_event_is_answered_by_its_own_function() {
             "{name}: {answer}"
         );
         let body = answer["body"].as_str().unwrap_or_default();
+        let content_type = answer["headers"]["content-type"]
+            .as_str()
+            .unwrap_or_default();
         match method {
             "HEAD" => assert!(body.is_empty(), "{name}"),
             _ if expected_status(&name) == 204 => assert!(body.is_empty(), "{name}"),
+            _ if expected_status(&name) == 303 => {
+                assert_eq!(answer["headers"]["location"], "/ui/", "{name}: {answer}");
+            }
+            _ if name == "ui-stylesheet.json" => {
+                assert!(content_type.starts_with("text/css"), "{name}: {answer}");
+            }
+            _ if function == Function::Ui => {
+                assert!(content_type.starts_with("text/html"), "{name}: {answer}");
+                assert!(body.starts_with("<!doctype html>"), "{name}: {body}");
+            }
             _ => {
                 let json: Value =
                     serde_json::from_str(body).unwrap_or_else(|_| panic!("{name}: {body}"));
                 assert!(json.is_object(), "{name}");
             }
         }
-        // Every other function answers the same event with a spec 404, not a crash.
+        // Every other function answers the same event with a 404 (a spec one from the API's
+        // functions, a page from the web view's), not a crash.
         for other in http_functions().into_iter().filter(|f| *f != function) {
             let answer = invoke(catalog.clone(), other, &raw).await;
             assert_eq!(answer["statusCode"], 404, "{name} on {other:?}: {answer}");
-            if method != "HEAD" {
+            if method == "HEAD" {
+                continue;
+            }
+            if other == Function::Ui {
+                let page = answer["body"].as_str().unwrap_or_default();
+                assert!(page.contains("There is no such page."), "{name}: {page}");
+            } else {
                 let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
                 assert_eq!(body["error"]["code"], 404);
                 assert_eq!(body["error"]["type"], "NotFoundException");
@@ -297,6 +365,81 @@ async fn management_events_land_as_sent() {
     assert_eq!(management("delete-grant.json").await["statusCode"], 204);
     let grants = body(&management("list-grants.json").await);
     assert_eq!(grants, json!({"grants": []}));
+}
+
+/// The web view behind API Gateway: a form post arrives base64-encoded and signs in; the session
+/// cookie leaves in the payload's `cookies` (API Gateway sets each as a `Set-Cookie`) and comes
+/// back in them; pages are HTML with the web view's headers; signing out ends the session.
+#[tokio::test]
+async fn ui_events_sign_in_browse_and_sign_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    let read = |f: &str| std::fs::read_to_string(events_dir().join(f)).unwrap();
+    let ui = async |event: &str| invoke(catalog.clone(), Function::Ui, event).await;
+
+    let index = ui(&read("ui-index.json")).await;
+    assert_eq!(index["statusCode"], 200, "{index}");
+    assert!(index["body"].as_str().unwrap().contains("name=\"token\""));
+    assert_eq!(index["headers"]["cache-control"], "no-store");
+    assert!(
+        index["headers"]["content-security-policy"]
+            .as_str()
+            .unwrap()
+            .starts_with("default-src 'none'")
+    );
+
+    // Sign-in: a new session, its cookie Secure (the request came over https).
+    let signed_in = ui(&read("ui-sign-in.json")).await;
+    assert_eq!(signed_in["statusCode"], 303, "{signed_in}");
+    let cookies = signed_in["cookies"]
+        .as_array()
+        .expect("cookies in the payload");
+    assert_eq!(cookies.len(), 1, "{signed_in}");
+    let cookie = cookies[0].as_str().unwrap();
+    assert!(cookie.starts_with("floe_session="), "{cookie}");
+    assert!(
+        cookie.contains("; HttpOnly; SameSite=Strict; Secure"),
+        "{cookie}"
+    );
+    let session = cookie
+        .trim_start_matches("floe_session=")
+        .split(';')
+        .next()
+        .unwrap();
+    assert_ne!(session, SESSION);
+    assert!(!signed_in.to_string().contains(TOKEN));
+
+    // The new session opens the table page; so does the provisioned one.
+    let mut table: Value = serde_json::from_str(&read("ui-table.json")).unwrap();
+    for id in [session, SESSION] {
+        table["cookies"] = json!([format!("floe_session={id}")]);
+        let page = ui(&table.to_string()).await;
+        assert_eq!(page["statusCode"], 200, "{page}");
+        let body = page["body"].as_str().unwrap();
+        assert!(body.contains("events_table"), "{body}");
+        assert!(body.contains("Sign out"), "{body}");
+    }
+
+    // Without a cookie, or with an unknown session: the sign-in page, as a 401.
+    let signed_out = ui(&read("ui-org-signed-out.json")).await;
+    assert_eq!(signed_out["statusCode"], 401, "{signed_out}");
+    assert!(
+        signed_out["body"]
+            .as_str()
+            .unwrap()
+            .contains("name=\"token\"")
+    );
+
+    // Sign-out clears the cookie and ends the session: its pages are the sign-in page again.
+    let out = ui(&read("ui-sign-out.json")).await;
+    assert_eq!(out["statusCode"], 303, "{out}");
+    let cleared = out["cookies"][0].as_str().unwrap();
+    assert!(cleared.starts_with("floe_session=;"), "{cleared}");
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+    let org = ui(&read("ui-org.json")).await;
+    assert_eq!(org["statusCode"], 401, "{org}");
+    table["cookies"] = json!([format!("floe_session={session}")]);
+    assert_eq!(ui(&table.to_string()).await["statusCode"], 200);
 }
 
 #[tokio::test]

@@ -9,10 +9,16 @@ use floe::routes::Group;
 
 /// Logging and the catalog, built once per cold start and reused by every warm invocation.
 pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
+    init_with_settings().await.map(|(catalog, _)| catalog)
+}
+
+/// As [`init`], also handing back the settings (for what the catalog does not hold).
+pub async fn init_with_settings()
+-> Result<(Arc<Catalog>, floe::config::Settings), lambda_http::Error> {
     init_logging();
     let settings = floe::config::Settings::from_env()?;
     let (catalog, _) = floe::deployment::open_catalog(&settings).await?;
-    Ok(catalog)
+    Ok((catalog, settings))
 }
 
 /// JSON logs to stdout (CloudWatch), with the invocation's request id from the runtime's span.
@@ -42,6 +48,17 @@ pub async fn serve_management() -> Result<(), lambda_http::Error> {
     let catalog = init().await?;
     tracing::info!(function = "management", "function ready");
     lambda_http::run(fit_lambda_limits(floe::http::management_router(catalog))).await
+}
+
+/// Serves the read-only web view (`/ui`) through `lambda_http`; anything else is a 404 page.
+pub async fn serve_ui() -> Result<(), lambda_http::Error> {
+    let (catalog, settings) = init_with_settings().await?;
+    let config = floe::ui::UiConfig::from_settings(&settings)?;
+    tracing::info!(function = "ui", "function ready");
+    lambda_http::run(fit_lambda_limits(floe::ui::standalone_router(
+        catalog, config,
+    )))
+    .await
 }
 
 /// A router as deployed behind API Gateway: answers over what Lambda can return become a spec

@@ -270,18 +270,23 @@ impl OidcVerifier {
         if let Some(hit) = self.cache.get(&hash).await {
             return Ok(hit.principal);
         }
+        let verified = self.verified(token).await?;
+        let lifetime = cache_lifetime(self.cache_ttl, verified.expires_at, since_epoch());
+        if !lifetime.is_zero() {
+            let remembered = Remembered {
+                principal: verified.principal.clone(),
+                lifetime,
+            };
+            self.cache.insert(hash, remembered).await;
+        }
+        Ok(verified.principal)
+    }
+
+    /// A token verified now (no cache) with its `exp`, for callers that must not outlive it
+    /// (a web view session). Refused tokens are 401; unreadable keys are 500.
+    pub async fn verified(&self, token: &str) -> Result<Verified, CatalogError> {
         match self.verify(token).await {
-            Ok(verified) => {
-                let lifetime = cache_lifetime(self.cache_ttl, verified.expires_at, since_epoch());
-                if !lifetime.is_zero() {
-                    let remembered = Remembered {
-                        principal: verified.principal.clone(),
-                        lifetime,
-                    };
-                    self.cache.insert(hash, remembered).await;
-                }
-                Ok(verified.principal)
-            }
+            Ok(verified) => Ok(verified),
             Err(VerifyError::Refused(reason)) => {
                 tracing::debug!(%reason, issuer = %self.issuer, "bearer JWT refused");
                 Err(unauthenticated())

@@ -5,6 +5,7 @@
 
 mod access;
 mod admin;
+mod browse;
 mod buckets;
 mod changes;
 mod commit;
@@ -18,6 +19,7 @@ mod namespaces;
 pub mod paging;
 pub mod parity;
 pub mod placement;
+pub mod sessions;
 pub mod storage;
 mod tables;
 
@@ -28,6 +30,7 @@ pub use admin::{
     ApiClientView, Me, NamespacePatch, NamespaceSettings, TeamView, display_principal,
     issue_service_admin,
 };
+pub use browse::NamespaceSummary;
 pub use buckets::{AuthRequest, AuthView, BucketRequest, BucketView};
 pub use changes::DEFAULT_EVENT_RETENTION;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, CommitRetry};

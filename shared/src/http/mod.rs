@@ -112,7 +112,7 @@ pub const MIN_COMPRESSED_BYTES: u16 = 1024;
 /// Metadata documents shrink about tenfold, which is what keeps big tables under Lambda's
 /// response limit. The fastest level: at the default one, gzip took ten times as long as the
 /// rest of a 1,000-snapshot load (`floe bench`); the fastest compresses nearly as well.
-fn compression()
+pub(crate) fn compression()
 -> tower_http::compression::CompressionLayer<tower_http::compression::predicate::SizeAbove> {
     tower_http::compression::CompressionLayer::new()
         .gzip(true)
@@ -124,7 +124,7 @@ fn compression()
 }
 
 /// One structured line per request. Only method, path and status: never headers or bodies.
-async fn log_request(request: Request, next: Next) -> Response {
+pub(crate) async fn log_request(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let started = Instant::now();

@@ -93,6 +93,19 @@ pub struct PurgeProgressRow {
     pub updated_ms: u64,
 }
 
+/// A signed-in web view session, stored under the SHA-256 of its random id (the cookie's value
+/// never reaches the store). An api-client session names its token's hash, so deleting the api
+/// client ends the session too; `expires_at` lets the store's TTL reap it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SessionRow {
+    pub principal: Principal,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_hash: Option<String>,
+    pub created_ms: u64,
+    /// Unix seconds after which the session is refused (and the row may be reaped).
+    pub expires_at: u64,
+}
+
 /// Key builders: the one place that knows the key layout.
 pub mod keys {
     use super::Key;
@@ -147,6 +160,10 @@ pub mod keys {
     /// The index sort key prefix of a deletion time (zero-padded, so order is time order).
     pub fn deleted_sort_key(deleted_ms: u64) -> String {
         format!("{deleted_ms:020}")
+    }
+    /// A web view session, by the SHA-256 (hex) of its id.
+    pub fn session(hash_hex: &str) -> Key {
+        Key::new(format!("SESSION#{hash_hex}"), "SESSION")
     }
     pub fn token(hash_hex: &str) -> Key {
         Key::new(format!("TOKEN#{hash_hex}"), "TOKEN")

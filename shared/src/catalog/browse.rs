@@ -1,0 +1,76 @@
+//! Reads for people browsing the catalog (the web view): the namespaces of an org with their
+//! visibility and bucket, and a table's parsed metadata. Each is authorized exactly as the
+//! Iceberg operation that reads the same thing (listNamespaces, loadTable).
+
+use std::sync::Arc;
+
+use iceberg::spec::TableMetadata;
+
+use super::{Catalog, OrgContext};
+use crate::authz::{Action, Resource, authorize};
+use crate::error::Result;
+use crate::model::{NamespaceRow, Visibility};
+use crate::store::rows::keys;
+
+/// A namespace as a reader sees it in a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamespaceSummary {
+    pub name: String,
+    pub visibility: Visibility,
+    /// Nickname of the bucket configuration its tables are stored on.
+    pub bucket: String,
+    pub description: Option<String>,
+    pub table_count: u64,
+    pub created_ms: u64,
+}
+
+impl Catalog {
+    /// The live namespaces of the org that the caller may read, by name: the same set that
+    /// listNamespaces returns, with what a person browsing wants to see of each.
+    pub async fn namespace_summaries(&self, ctx: &OrgContext) -> Result<Vec<NamespaceSummary>> {
+        authorize(&ctx.access, Resource::Catalog, Action::Read)?;
+        let found: Vec<NamespaceRow> = self
+            .collect_rows(
+                &keys::org_partition(&ctx.org.name),
+                keys::NAMESPACE_PREFIX,
+                None,
+                usize::MAX,
+                |ns: &NamespaceRow| {
+                    ns.deleted_ms.is_none()
+                        && ctx.access.allows(Resource::Namespace(ns), Action::Read)
+                },
+            )
+            .await?;
+        Ok(found
+            .into_iter()
+            .map(|ns| NamespaceSummary {
+                name: ns.name,
+                visibility: ns.visibility,
+                bucket: ns.bucket,
+                description: ns.description,
+                table_count: ns.table_count,
+                created_ms: ns.created_ms,
+            })
+            .collect())
+    }
+
+    /// A table's current metadata, parsed (and cached parsed, as commits use it), for a caller
+    /// who may read the table: 404 or 403 exactly as loadTable answers.
+    pub async fn table_metadata(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+    ) -> Result<Arc<TableMetadata>> {
+        let (ns, row) = self
+            .authorized_table(ctx, namespace, table, Action::Read)
+            .await?;
+        let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
+        let objects = self.objects_for(&bucket).await?;
+        let (_, parsed) = self
+            .metadata
+            .load_parsed(&*objects, &Self::table_ref(ctx, &ns, &row.row))
+            .await?;
+        Ok(parsed)
+    }
+}
