@@ -202,9 +202,10 @@ fn reads_of_namespaces(key: &Key) -> bool {
     key.sk.starts_with(keys::NAMESPACE_PREFIX)
 }
 
-/// The write that puts a namespace row (a restore, a drop, the purge's fence).
+/// The write that puts a namespace row, first in its batch (a restore or a drop with its event,
+/// the purge's fence).
 fn namespace_puts(writes: &[Write]) -> bool {
-    matches!(writes, [Write::Put { item, .. }] if item.key.sk.starts_with(keys::NAMESPACE_PREFIX))
+    matches!(writes.first(), Some(Write::Put { item, .. }) if item.key.sk.starts_with(keys::NAMESPACE_PREFIX))
 }
 
 /// The purge's final write: the namespace row and its claims removed together.
