@@ -88,7 +88,7 @@ async fn sign_in_opens_a_strict_http_only_session_stored_only_as_a_hash() {
     )
     .await;
     assert_eq!(answer.status, StatusCode::SEE_OTHER);
-    assert_eq!(answer.headers["location"], "/ui/");
+    assert_eq!(answer.headers["location"], "/ui");
     let set = answer.headers["set-cookie"].to_str().unwrap();
     assert!(
         set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/ui")

@@ -70,7 +70,7 @@ def _wait_for_heading(driver, text: str):
 
 def _sign_in(driver, base: str, token: str):
     driver.delete_all_cookies()
-    driver.get(base + "/ui/")
+    driver.get(base + "/ui")
     driver.find_element(By.ID, "token").send_keys(token)
     driver.find_element(By.ID, "signin").click()
     _wait_for_heading(driver, "Organizations")
@@ -100,7 +100,7 @@ def test_sign_in_browse_expand_a_snapshot_and_sign_out(floe, browser):
     table.append(rows)
 
     driver = browser
-    driver.get(base + "/ui/")
+    driver.get(base + "/ui")
     assert driver.find_element(By.ID, "token")
     _shot(driver, floe, "1-sign-in")
     _sign_in(driver, base, floe.token)
@@ -171,5 +171,5 @@ def test_a_restricted_principal_sees_only_its_granted_table(floe, browser):
     driver.get(f"{base}/ui/orgs/{floe.warehouse}/namespaces/{ns}/tables/hidden")
     assert driver.find_element(By.TAG_NAME, "h1").text.startswith("403")
     _shot(driver, floe, "7-forbidden")
-    driver.get(base + "/ui/")
+    driver.get(base + "/ui")
     _sign_out(driver)

@@ -12,6 +12,8 @@ use crate::store::{StoreError, Write};
 const SEQUENCE_TRIES: u32 = 12;
 const FIRST_SEQUENCE_WAIT: Duration = Duration::from_millis(2);
 const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
+/// Orgs whose event counter an instance remembers (forgotten all at once past this).
+const KNOWN_COUNTERS: usize = 10_000;
 
 impl Catalog {
     /// Writes an operation's change with the event that describes it.
@@ -38,11 +40,16 @@ impl Catalog {
         let marker = Self::applied_marker(answer);
         let org = event.data.org.clone();
         let mut wait = FIRST_SEQUENCE_WAIT;
-        let mut counter = outbox::read_counter(&*self.store, &org).await?;
+        // The counter as this instance last wrote it saves a read; when another instance moved
+        // it since, the write fails on it and the loop reads it.
+        let mut counter = match self.known_counter(&org) {
+            Some(counter) => counter,
+            None => outbox::read_counter(&*self.store, &org).await?,
+        };
         for attempt in 1..=SEQUENCE_TRIES {
             let now_ms = self.clock.now_ms();
             let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
-            let (event_writes, recorded) =
+            let (event_writes, recorded, landed) =
                 outbox::event_writes(counter, event.clone(), now_ms, expires_at);
             let counter_index = writes.len();
             let mut batch = writes.clone();
@@ -54,6 +61,7 @@ impl Catalog {
                     if let Some(marker) = &marker {
                         marker.landed();
                     }
+                    self.remember_counter(&org, landed);
                     self.events_written.notify_waiters();
                     tracing::debug!(org = %org, sequence = recorded.data.sequence, kind = recorded.kind.as_str(), "change recorded");
                     return Ok(());
@@ -80,6 +88,25 @@ impl Catalog {
         Err(StoreError::Conflict(
             "the org's event sequence is contended; nothing was written".into(),
         ))
+    }
+
+    fn known_counter(&self, org: &str) -> Option<outbox::Counter> {
+        let known = self
+            .event_counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        known.get(org).copied()
+    }
+
+    fn remember_counter(&self, org: &str, counter: outbox::Counter) {
+        let mut known = self
+            .event_counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if known.len() >= KNOWN_COUNTERS && !known.contains_key(org) {
+            known.clear();
+        }
+        known.insert(org.to_owned(), counter);
     }
 
     /// Wakes when a change (and its event) was written by this process: a publisher beside

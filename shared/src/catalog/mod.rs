@@ -82,6 +82,9 @@ pub struct Catalog {
     event_retention: Duration,
     /// Signalled when this process wrote a change event.
     events_written: Arc<tokio::sync::Notify>,
+    /// Each org's event counter as this instance last wrote it.
+    event_counters:
+        std::sync::Mutex<std::collections::HashMap<String, crate::events::outbox::Counter>>,
 }
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
@@ -120,6 +123,7 @@ impl Catalog {
             idempotency_lifetime: Some(idempotency::DEFAULT_LIFETIME),
             event_retention: DEFAULT_EVENT_RETENTION,
             events_written: Arc::default(),
+            event_counters: Default::default(),
             clock,
         }
     }

@@ -41,13 +41,13 @@ pub async fn read_counter(store: &dyn MetaStore, org: &str) -> Result<Counter, S
 
 /// The two writes that record `draft` as the org's next event after `counter`: the counter's
 /// move (first) and the event. The event expires (the store deletes it by itself) after the
-/// retention.
+/// retention. Also the event, and the counter as it is once the writes land.
 pub fn event_writes(
     counter: Counter,
     draft: Draft,
     now_ms: u64,
     expires_at: u64,
-) -> (Vec<Write>, ChangeEvent) {
+) -> (Vec<Write>, ChangeEvent, Counter) {
     let org = draft.data.org.clone();
     let sequence = counter.last + 1;
     let event = draft.into_event(sequence, now_ms);
@@ -60,13 +60,20 @@ pub fn event_writes(
         condition,
         Some(keys::event_org_entry(&org)),
     );
+    let landed = Counter {
+        last: sequence,
+        version: match &counter_write {
+            Write::Put { item, .. } => Some(item.version),
+            _ => None,
+        },
+    };
     let event_write = rows::put_expiring(
         keys::event(&org, sequence),
         &event,
         Condition::NotExists,
         expires_at,
     );
-    (vec![counter_write, event_write], event)
+    (vec![counter_write, event_write], event, landed)
 }
 
 /// Decodes a stored event.
@@ -89,15 +96,16 @@ mod tests {
             email: None,
         };
         let draft = || Draft::new(Kind::NamespaceCreated, "acme", "sales", "ns-1", &by);
-        let (writes, event) = event_writes(Counter::default(), draft(), 1000, 99);
+        let (writes, event, landed) = event_writes(Counter::default(), draft(), 1000, 99);
         assert_eq!(event.data.sequence, 1);
+        assert_eq!(landed.last, 1);
         assert_eq!(writes[0].condition(), Condition::NotExists);
         assert_eq!(writes[1].key(), &keys::event("acme", 1));
         let Write::Put { item, .. } = &writes[1] else {
             panic!("the event is a put")
         };
         assert_eq!(item.expires_at, Some(99));
-        let (writes, event) = event_writes(
+        let (writes, event, landed) = event_writes(
             Counter {
                 last: 7,
                 version: Some(70),
@@ -107,6 +115,7 @@ mod tests {
             99,
         );
         assert_eq!(event.data.sequence, 8);
+        assert_eq!(landed.version, Some(71));
         assert_eq!(writes[0].condition(), Condition::VersionIs(70));
     }
 }

@@ -187,7 +187,7 @@ async fn sign_in(State(s): State<UiState>, headers: HeaderMap, body: Bytes) -> A
     };
     let now = s.catalog.clock.now_ms() / 1000;
     let cookie = session::set_cookie(&opened.id, opened.expires_at.saturating_sub(now), &headers);
-    Ok(see_other(&format!("{BASE_PATH}/"), Some(cookie)))
+    Ok(see_other(BASE_PATH, Some(cookie)))
 }
 
 async fn sign_out(State(s): State<UiState>, headers: HeaderMap) -> Answer {
@@ -195,10 +195,7 @@ async fn sign_out(State(s): State<UiState>, headers: HeaderMap) -> Answer {
     if let Some(id) = session::session_id(&headers) {
         s.catalog.close_session(&id).await?;
     }
-    Ok(see_other(
-        &format!("{BASE_PATH}/"),
-        Some(session::clear_cookie(&headers)),
-    ))
+    Ok(see_other(BASE_PATH, Some(session::clear_cookie(&headers))))
 }
 
 /// A 303 to one of our own pages, setting `cookie` when given.
@@ -217,7 +214,7 @@ async fn open_org(_: SignedIn, Query(query): Query<HashMap<String, String>>) -> 
         .filter(|n| !n.is_empty())
     {
         Some(name) => Ok(see_other(&links::org(name), None)),
-        None => Ok(see_other(&format!("{BASE_PATH}/"), None)),
+        None => Ok(see_other(BASE_PATH, None)),
     }
 }
 
