@@ -24,6 +24,11 @@ pub const CONTENT_TYPE: &str = "application/json";
 /// At most this many added snapshots are described one by one in a commit's event (the rest
 /// are counted), so an event stays far below DynamoDB's and EventBridge's item limits.
 pub const MAX_DESCRIBED_SNAPSHOTS: usize = 100;
+/// The most an event's JSON may take. It rides in the change's own store write (DynamoDB: 400 KB
+/// an item) and goes on EventBridge (256 KB an entry): summaries are client-written and may be
+/// large (a serialized query plan), so a bigger event sheds them, then snapshots and property
+/// names from the end (the counts stay), rather than fail the change it describes.
+pub const MAX_EVENT_BYTES: usize = 64 * 1024;
 
 /// What changed; each is one CloudEvents `type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +261,7 @@ impl Draft {
     pub fn into_event(self, sequence: u64, time_ms: u64) -> ChangeEvent {
         let mut data = self.data;
         data.sequence = sequence;
+        fit(&mut data, MAX_EVENT_BYTES);
         let subject = match &data.table {
             Some(table) => format!("namespaces/{}/tables/{table}", data.namespace),
             None => format!("namespaces/{}", data.namespace),
@@ -270,6 +276,27 @@ impl Draft {
             datacontenttype: CONTENT_TYPE.to_owned(),
             sequence: sequence_text(sequence),
             data,
+        }
+    }
+}
+
+/// Sheds what may be shed until the data's JSON takes at most `limit` bytes: first every
+/// snapshot summary, then described snapshots and property names from the end. Counts stay:
+/// `added-snapshot-count` says how many snapshots the commit added.
+fn fit(data: &mut EventData, limit: usize) {
+    let size = |data: &EventData| serde_json::to_vec(data).map_or(0, |v| v.len());
+    if size(data) <= limit {
+        return;
+    }
+    for snapshot in &mut data.added_snapshots {
+        snapshot.summary.clear();
+    }
+    while size(data) > limit {
+        let shed = data.added_snapshots.pop().is_some()
+            || data.updated_properties.pop().is_some()
+            || data.removed_properties.pop().is_some();
+        if !shed {
+            return;
         }
     }
 }
@@ -321,6 +348,47 @@ mod tests {
         assert!(json["data"].get("grant").is_none());
         let back: ChangeEvent = serde_json::from_value(json).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_large_event_sheds_summaries_then_snapshots_but_keeps_its_counts() {
+        let mut draft = Draft::new(Kind::TableCommitted, "acme", "sales", "ns-1", &alice())
+            .table("orders", "t-1");
+        let plan = "x".repeat(4096);
+        for id in 0..100 {
+            draft.data.added_snapshots.push(AddedSnapshot {
+                snapshot_id: id,
+                parent_snapshot_id: None,
+                timestamp_ms: 0,
+                operation: "append".into(),
+                summary: [("arraylake.source.query".to_owned(), plan.clone())].into(),
+            });
+        }
+        draft.data.added_snapshot_count = Some(100);
+        let event = draft.clone().into_event(1, 0);
+        assert!(serde_json::to_vec(&event).unwrap().len() < MAX_EVENT_BYTES + 1024);
+        assert_eq!(event.data.added_snapshots.len(), 100);
+        assert!(
+            event
+                .data
+                .added_snapshots
+                .iter()
+                .all(|s| s.summary.is_empty())
+        );
+        assert_eq!(event.data.added_snapshot_count, Some(100));
+
+        let mut tight = draft.data.clone();
+        fit(&mut tight, 2048);
+        assert!(serde_json::to_vec(&tight).unwrap().len() <= 2048);
+        assert!(tight.added_snapshots.len() < 100);
+        assert_eq!(tight.added_snapshot_count, Some(100));
+
+        // Small events are left alone.
+        let small = Draft::new(Kind::TableCommitted, "acme", "sales", "ns-1", &alice());
+        let mut data = small.data.clone();
+        data.updated_properties.push("k".into());
+        fit(&mut data, MAX_EVENT_BYTES);
+        assert_eq!(data.updated_properties, ["k"]);
     }
 
     #[test]
