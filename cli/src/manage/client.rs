@@ -4,7 +4,6 @@
 //! The token goes only into the Authorization header: no message, log or error names it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -269,28 +268,8 @@ fn is_loopback(url: &Url) -> bool {
 /// HTTPS with the system's root certificates for https:// URLs; plain HTTP otherwise (only
 /// loopback URLs get this far).
 fn http_client(url: &Url) -> Result<Http, Failure> {
-    let local = |e: String| Failure::new(EXIT_LOCAL, e);
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let builder = hyper_rustls::HttpsConnectorBuilder::new();
-    let connector = if url.scheme() == "https" {
-        builder
-            .with_provider_and_native_roots(provider)
-            .map_err(|e| local(format!("no TLS root certificates: {e}")))?
-            .https_only()
-            .enable_http1()
-            .build()
-    } else {
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| local(e.to_string()))?
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        builder
-            .with_tls_config(config)
-            .https_or_http()
-            .enable_http1()
-            .build()
-    };
+    let connector = floe::outbound::connector(url.scheme() == "https")
+        .map_err(|e| Failure::new(EXIT_LOCAL, e))?;
     Ok(HyperClient::builder(TokioExecutor::new()).build(connector))
 }
 
