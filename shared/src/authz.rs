@@ -134,18 +134,15 @@ impl Access {
 
     /// The highest action the principal may take on a resource, if any.
     pub fn effective(&self, resource: Resource<'_>) -> Option<Action> {
-        if self.service_admin {
-            return Some(Action::Manage);
-        }
-        let role = self.org_role.map(role_action);
         match resource {
+            Resource::Catalog if self.service_admin => Some(Action::Manage),
             Resource::Catalog => {
                 let sees = self.sees_catalog().then_some(Action::Read);
-                role.max(sees)
+                self.org_role.map(role_action).max(sees)
             }
-            Resource::Namespace(ns) => role.max(self.on_namespace_id(&ns.id, is_public(ns))),
+            Resource::Namespace(ns) => self.effective_by_id(&ns.id, is_public(ns), None),
             Resource::Table { namespace, table } => {
-                role.max(self.on_table_id(&namespace.id, is_public(namespace), table))
+                self.effective_by_id(&namespace.id, is_public(namespace), Some(table))
             }
         }
     }
@@ -193,7 +190,8 @@ fn role_action(role: OrgRole) -> Action {
     }
 }
 
-fn is_public(ns: &NamespaceRow) -> bool {
+/// Whether any authenticated principal may read the namespace: AUTHENTICATED_PUBLIC and live.
+pub fn is_public(ns: &NamespaceRow) -> bool {
     ns.visibility == Visibility::AuthenticatedPublic && ns.deleted_ms.is_none()
 }
 

@@ -14,7 +14,7 @@ use super::{ChangeEvent, Kind, outbox};
 use crate::authz::Action;
 use crate::catalog::{Catalog, OrgContext};
 use crate::error::{CatalogError, Result};
-use crate::model::{NamespaceRow, OrgRole, Visibility};
+use crate::model::{NamespaceRow, OrgRole};
 use crate::store::rows::{self, keys};
 
 /// The default and the largest page.
@@ -58,15 +58,13 @@ impl Catalog {
             ));
         }
         let now_s = self.clock.now_ms() / 1000;
-        let pk = keys::events_partition(org);
         let mut position = after.unwrap_or(0);
         let mut first = true;
         let mut events = Vec::new();
         let mut scanned = 0;
         let mut namespaces = Namespaces::default();
         'pages: while events.len() < limit && scanned < MAX_SCANNED && position < last {
-            let start = keys::event_sort_key(position);
-            let items = self.store.query(&pk, "", Some(&start), BATCH).await?;
+            let items = outbox::events_after(&*self.store, org, position, BATCH).await?;
             if items.is_empty() {
                 break;
             }
@@ -159,11 +157,7 @@ impl Namespaces {
             return Ok(*public);
         }
         let row = rows::get::<NamespaceRow>(&*catalog.store, &keys::namespace(org, name)).await?;
-        let public = row.is_some_and(|ns| {
-            ns.row.id == id
-                && ns.row.deleted_ms.is_none()
-                && ns.row.visibility == Visibility::AuthenticatedPublic
-        });
+        let public = row.is_some_and(|ns| ns.row.id == id && crate::authz::is_public(&ns.row));
         self.0.insert(id.to_owned(), public);
         Ok(public)
     }
