@@ -76,6 +76,19 @@ pub fn event_writes(
     (vec![counter_write, event_write], event, landed)
 }
 
+/// The org's stored events numbered after `after`, in sequence order, at most `limit`.
+pub async fn events_after(
+    store: &dyn MetaStore,
+    org: &str,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<Item>, StoreError> {
+    let start = keys::event_sort_key(after);
+    store
+        .query(&keys::events_partition(org), "", Some(&start), limit)
+        .await
+}
+
 /// Decodes a stored event.
 pub fn decode(item: &Item) -> Result<ChangeEvent, StoreError> {
     rows::decode(item)

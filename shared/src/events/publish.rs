@@ -101,11 +101,7 @@ impl Publisher {
             .unwrap_or(0);
         let mut delivered = 0;
         while cursor < last {
-            let start = keys::event_sort_key(cursor);
-            let items = self
-                .store
-                .query(&keys::events_partition(org), "", Some(&start), BATCH)
-                .await?;
+            let items = outbox::events_after(&*self.store, org, cursor, BATCH).await?;
             if items.is_empty() {
                 break;
             }
