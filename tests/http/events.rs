@@ -443,6 +443,8 @@ async fn a_token_past_the_retention_is_410() {
 struct Recording {
     taken: Mutex<Vec<u64>>,
     hang_at: Option<u64>,
+    /// Signalled when delivery reaches `hang_at`.
+    hung: tokio::sync::Notify,
 }
 
 #[async_trait]
@@ -453,6 +455,7 @@ impl Sink for Recording {
 
     async fn deliver(&self, event: &ChangeEvent) -> Result<(), SinkError> {
         if self.hang_at == Some(event.data.sequence) {
+            self.hung.notify_one();
             std::future::pending::<()>().await;
         }
         self.taken.lock().await.push(event.data.sequence);
@@ -472,7 +475,10 @@ async fn a_publisher_killed_mid_batch_delivers_the_rest_in_order_after_a_restart
     });
     let publisher = Publisher::new(c.store.clone(), dying.clone());
     let run = tokio::spawn(async move { publisher.publish_pending().await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Killed while event 4 is in flight, however slow the store is.
+    tokio::time::timeout(Duration::from_secs(60), dying.hung.notified())
+        .await
+        .expect("the publisher reaches event 4");
     run.abort();
     assert_eq!(*dying.taken.lock().await, [1, 2, 3]);
 
