@@ -8,8 +8,10 @@ use super::Catalog;
 use crate::events::{Draft, outbox};
 use crate::store::{StoreError, Write};
 
-/// Tries of a change that keeps losing its org's event counter to concurrent changes.
-const SEQUENCE_TRIES: u32 = 12;
+/// How long a change may keep losing its org's event counter to concurrent changes before it
+/// gives up: a burst of n writers of one org costs the last of them n tries, so the bound is
+/// time (well inside API Gateway's 29 s), not a count.
+const SEQUENCE_BUDGET: Duration = Duration::from_secs(10);
 const FIRST_SEQUENCE_WAIT: Duration = Duration::from_millis(2);
 const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
 /// Orgs whose event counter an instance remembers (forgotten all at once past this).
@@ -46,7 +48,8 @@ impl Catalog {
             Some(counter) => counter,
             None => outbox::read_counter(&*self.store, &org).await?,
         };
-        for attempt in 1..=SEQUENCE_TRIES {
+        let deadline = tokio::time::Instant::now() + SEQUENCE_BUDGET;
+        while tokio::time::Instant::now() < deadline {
             let now_ms = self.clock.now_ms();
             let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
             let (event_writes, recorded, landed) =
@@ -77,7 +80,7 @@ impl Catalog {
                 // counter condition), or a transaction touching one of the same items ran at
                 // the same time (which one is not said; trying again finds out).
                 Err(StoreError::ConditionFailed { index, .. }) if index == counter_index => {}
-                Err(StoreError::Conflict(_)) if attempt < SEQUENCE_TRIES => {}
+                Err(StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
             }
             let jitter = rand::random_range(0..=wait.as_millis() as u64);
