@@ -23,6 +23,7 @@ pub mod outbound;
 pub mod purge;
 pub mod routes;
 pub mod secrets;
+pub mod signing;
 pub mod store;
 pub mod types;
 pub mod ui;
