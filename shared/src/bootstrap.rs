@@ -199,6 +199,7 @@ pub fn local_bucket(warehouse: &Path) -> Result<BucketRow> {
         endpoint: None,
         region: None,
         path_style: false,
+        static_keys_to_writers: false,
     })
 }
 

@@ -52,12 +52,17 @@ pub struct Settings {
     /// Role assumed to vend table-scoped credentials for the dev bucket.
     #[arg(long, env = "FLOE_VENDING_ROLE_ARN")]
     pub vending_role_arn: Option<String>,
-    /// Static HMAC key id of the dev bucket, handed to engines as it is.
+    /// Static HMAC key id of the dev bucket: the catalog keeps the keys and engines reach the
+    /// bucket through remote signing.
     #[arg(long, env = "FLOE_S3_ACCESS_KEY_ID")]
     pub s3_access_key_id: Option<String>,
     /// Static HMAC secret of the dev bucket.
     #[arg(long, env = "FLOE_S3_SECRET_ACCESS_KEY", hide_env_values = true)]
     pub s3_secret_access_key: Option<String>,
+    /// Hand the dev bucket's static keys to principals with write access on a table (for
+    /// engines that cannot remote-sign; the keys are not scoped to the table).
+    #[arg(long, env = "FLOE_S3_STATIC_KEYS_TO_WRITERS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub s3_static_keys_to_writers: bool,
     /// Cached vended credentials are only reused with at least this many seconds left.
     #[arg(
         long,

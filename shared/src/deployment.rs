@@ -170,6 +170,7 @@ fn dev_bucket(
             endpoint: None,
             region: None,
             path_style: false,
+            static_keys_to_writers: false,
         });
     }
     if parse_s3_url(url).is_none() {
@@ -201,6 +202,7 @@ fn dev_bucket(
         endpoint: defaults.endpoint,
         region: defaults.region,
         path_style: defaults.path_style,
+        static_keys_to_writers: settings.s3_static_keys_to_writers,
     })
 }
 
@@ -385,6 +387,7 @@ pub async fn open_wrapped(
         vending_role_arn: None,
         s3_access_key_id: None,
         s3_secret_access_key: None,
+        s3_static_keys_to_writers: false,
         credentials_min_remaining_secs: DEFAULT_CREDENTIALS_MIN_REMAINING_SECS,
         auth_cache_secs: 10,
         idempotency_key_lifetime: crate::config::Lifetime(Some(

@@ -79,6 +79,8 @@ pub enum Function {
     Tables,
     Commits,
     Credentials,
+    /// Remote signing: signs engines' storage requests with a bucket's static keys.
+    Signing,
     Purge,
     /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
     Management,
@@ -91,12 +93,13 @@ pub enum Function {
 use Capability::{DeadLetters, Objects, PublishEvents, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 9] = [
+    pub const ALL: [Function; 10] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
         Function::Commits,
         Function::Credentials,
+        Function::Signing,
         Function::Purge,
         Function::Management,
         Function::Ui,
@@ -117,6 +120,7 @@ impl Function {
             Group::Tables => Function::Tables,
             Group::Commits => Function::Commits,
             Group::Credentials => Function::Credentials,
+            Group::Signing => Function::Signing,
         }
     }
 
@@ -128,6 +132,7 @@ impl Function {
             Function::Tables => "tables",
             Function::Commits => "commits",
             Function::Credentials => "credentials",
+            Function::Signing => "signing",
             Function::Purge => "purge",
             Function::Management => "management",
             Function::Ui => "ui",
@@ -195,6 +200,13 @@ impl Function {
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Vend,
+                Secrets(SecretUse::Open),
+            ],
+            // Row reads and the access queries, then the bucket's sealed secret opened to sign:
+            // no storage request of its own, nothing vended, nothing written.
+            Function::Signing => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
                 Secrets(SecretUse::Open),
             ],
             // The index query for expired namespaces, row reads, the fence (and failure

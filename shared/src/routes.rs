@@ -11,15 +11,18 @@ pub enum Group {
     Tables,
     Commits,
     Credentials,
+    /// Remote signing: the only group that signs with a bucket's static keys.
+    Signing,
 }
 
 impl Group {
-    pub const ALL: [Group; 5] = [
+    pub const ALL: [Group; 6] = [
         Group::Config,
         Group::Namespaces,
         Group::Tables,
         Group::Commits,
         Group::Credentials,
+        Group::Signing,
     ];
 
     pub fn name(self) -> &'static str {
@@ -29,6 +32,7 @@ impl Group {
             Group::Tables => "tables",
             Group::Commits => "commits",
             Group::Credentials => "credentials",
+            Group::Signing => "signing",
         }
     }
 }
@@ -47,6 +51,7 @@ pub enum Operation {
     CreateTable,
     LoadTable,
     LoadCredentials,
+    SignRequest,
     TableExists,
     CommitTable,
     DropTable,
@@ -149,6 +154,12 @@ pub const ROUTES: &[Route] = &[
         Operation::LoadCredentials,
     ),
     route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign",
+        Group::Signing,
+        Operation::SignRequest,
+    ),
+    route(
         "HEAD",
         "/v1/{prefix}/namespaces/{namespace}/tables/{table}",
         Group::Tables,
@@ -238,12 +249,12 @@ mod tests {
     }
 
     #[test]
-    fn seventeen_unique_routes_each_in_one_group() {
-        assert_eq!(ROUTES.len(), 17);
+    fn eighteen_unique_routes_each_in_one_group() {
+        assert_eq!(ROUTES.len(), 18);
         let endpoints: HashSet<String> = ROUTES.iter().map(Route::endpoint).collect();
-        assert_eq!(endpoints.len(), 17);
+        assert_eq!(endpoints.len(), 18);
         let ops: HashSet<Operation> = ROUTES.iter().map(|r| r.operation).collect();
-        assert_eq!(ops.len(), 17);
+        assert_eq!(ops.len(), 18);
         for group in Group::ALL {
             assert!(
                 ROUTES.iter().any(|r| r.group == group),

@@ -34,6 +34,7 @@ fn bucket(name: &str) -> BucketRow {
         endpoint: Some(moto::endpoint()),
         region: Some("us-east-1".into()),
         path_style: true,
+        static_keys_to_writers: false,
     }
 }
 

@@ -327,8 +327,17 @@ async fn every_principal_every_target_every_route() {
         }
         for (ns, table) in TABLES {
             let path = table_path(ns, table);
-            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 5] = [
+            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 6] = [
                 ("loadTable", Method::GET, path.clone(), None, Action::Read),
+                // Read suffices to ask; what is signed then follows the caller's action.
+                (
+                    "signRequest",
+                    Method::POST,
+                    format!("{path}/sign"),
+                    Some(json!({"method": "GET", "region": "us-east-1",
+                                "uri": "https://b.s3.amazonaws.com/k", "headers": {}})),
+                    Action::Read,
+                ),
                 (
                     "tableExists",
                     Method::HEAD,

@@ -378,8 +378,11 @@ async fn every_function_uses_exactly_what_it_declares() {
     c.add_bucket("own", BucketAuth::Server).await;
     // The namespace the routes run in lives on a bucket with static keys: every function that
     // uses it opens the sealed secret.
+    // Opted in to hand its keys to writers, so that the vended-credentials requests below
+    // (by an admin) are answered as engines that cannot sign get them.
     let vault = c.sealed_hmac("AKIAFLOEIAM", "iam-secret").await;
-    c.add_bucket("vault", vault).await;
+    c.add_bucket_configured("vault", vault, |b| b.static_keys_to_writers = true)
+        .await;
     let d = &Deployment::new(&c, recorder.clone());
     let namespaces = format!("/v1/{ORG}/namespaces");
     let tables = format!("{namespaces}/ns/tables");
@@ -645,6 +648,12 @@ async fn every_function_uses_exactly_what_it_declares() {
     call(d, Method::GET, &format!("{tables}/t2/credentials"), None)
         .await
         .assert_ok(200);
+
+    // Signing: the table's sealed keys opened to check and sign a request (what is signed:
+    // tests/http/signing.rs).
+    let sign = json!({"method": "GET", "region": "us-east-1",
+        "uri": "https://elsewhere.s3.amazonaws.com/x", "headers": {}});
+    call(d, Method::POST, &format!("{tables}/t2/sign"), Some(sign)).await;
 
     // The web view: sign in, every page down to the table (its metadata read from the bucket
     // with static keys), the stylesheet, sign out.

@@ -19,5 +19,6 @@ mod oidc;
 mod parity;
 mod persistence;
 mod purge;
+mod signing;
 mod tables;
 mod ui;

@@ -58,6 +58,7 @@ pub fn gcs_bucket(nickname: &str, bucket: &str, auth: BucketAuth) -> BucketRow {
         endpoint: None,
         region: None,
         path_style: false,
+        static_keys_to_writers: false,
     }
 }
 

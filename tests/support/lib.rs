@@ -429,6 +429,16 @@ impl TestCatalog {
 
     /// Adds a bucket configuration on fresh storage of the test backend; returns its root URL.
     pub async fn add_bucket(&self, nickname: &str, auth: BucketAuth) -> String {
+        self.add_bucket_configured(nickname, auth, |_| {}).await
+    }
+
+    /// `add_bucket`, with the row changed by `configure` before it is stored.
+    pub async fn add_bucket_configured(
+        &self,
+        nickname: &str,
+        auth: BucketAuth,
+        configure: impl FnOnce(&mut BucketRow),
+    ) -> String {
         let bucket = match self.backend {
             Backend::Local => {
                 let root = self.dir.path().join(format!("bucket-{nickname}"));
@@ -441,6 +451,7 @@ impl TestCatalog {
                     endpoint: None,
                     region: None,
                     path_style: false,
+                    static_keys_to_writers: false,
                 }
             }
             Backend::Aws => {
@@ -454,6 +465,8 @@ impl TestCatalog {
                 gcs::gcs_bucket(nickname, &name, auth)
             }
         };
+        let mut bucket = bucket;
+        configure(&mut bucket);
         bootstrap::put_bucket(&*self.store, ORG, &bucket)
             .await
             .unwrap();

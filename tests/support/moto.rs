@@ -52,6 +52,7 @@ pub fn s3_bucket(nickname: &str, bucket: &str, auth: BucketAuth) -> BucketRow {
         endpoint: Some(endpoint()),
         region: Some("us-east-1".into()),
         path_style: true,
+        static_keys_to_writers: false,
     }
 }
 

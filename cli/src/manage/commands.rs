@@ -452,6 +452,7 @@ async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
             path_style,
             role_arn,
             access_key_id,
+            static_keys_to_writers,
             anonymous,
             service_account,
         } => {
@@ -488,6 +489,7 @@ async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
                 "nickname": nickname, "platform": word(platform), "bucket": bucket,
                 "prefix": prefix, "region": region, "endpoint": endpoint,
                 "path_style": path_style, "auth": auth,
+                "static_keys_to_writers": static_keys_to_writers,
             });
             let answer = s
                 .call(Method::POST, &["orgs", &org, "buckets"], &[], Some(body))

@@ -355,6 +355,10 @@ pub enum BucketsCommand {
         /// never from a flag, so it stays out of the process list and shell history.
         #[arg(long, conflicts_with = "anonymous")]
         access_key_id: Option<String>,
+        /// With --access-key-id: hand the static keys to writers of a table, for engines that
+        /// cannot remote-sign (not scoped to the table; never to readers).
+        #[arg(long, requires = "access_key_id")]
+        static_keys_to_writers: bool,
         /// A public bucket read without credentials (never Iceberg storage).
         #[arg(long)]
         anonymous: bool,

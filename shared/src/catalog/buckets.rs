@@ -29,6 +29,10 @@ pub struct BucketRequest {
     #[serde(default)]
     pub path_style: bool,
     pub auth: AuthRequest,
+    /// HMAC auth only: hand the keys to principals with write access on a table, for engines
+    /// that cannot remote-sign (they are not scoped to the table). Off unless asked for.
+    #[serde(default)]
+    pub static_keys_to_writers: bool,
 }
 
 /// How Floe reaches a bucket, as a request names it.
@@ -58,6 +62,8 @@ pub struct BucketView {
     pub endpoint: Option<String>,
     pub path_style: bool,
     pub auth: AuthView,
+    /// Whether writers receive the static keys (see `BucketRequest`).
+    pub static_keys_to_writers: bool,
     /// Whether namespaces use it unless they name another.
     pub default: bool,
 }
@@ -434,6 +440,11 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
         }
         (_, AuthRequest::Anonymous) => BucketAuth::Anonymous,
     };
+    if request.static_keys_to_writers && !matches!(auth, BucketAuth::Hmac { .. }) {
+        return Err(CatalogError::BadRequest(
+            "static_keys_to_writers applies to hmac auth only: other auth types vend scoped credentials".into(),
+        ));
+    }
     Ok(BucketRow {
         nickname: request.nickname,
         platform,
@@ -442,6 +453,7 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
         endpoint,
         region,
         path_style: request.path_style,
+        static_keys_to_writers: request.static_keys_to_writers,
     })
 }
 
@@ -469,6 +481,7 @@ fn view(row: &BucketRow, org: &OrgRow) -> BucketView {
         region: row.region.clone(),
         endpoint: row.endpoint.clone(),
         path_style: row.path_style,
+        static_keys_to_writers: row.static_keys_to_writers,
         auth: match &row.auth {
             BucketAuth::CustomerManagedRole {
                 role_arn,

@@ -20,6 +20,7 @@ pub mod paging;
 pub mod parity;
 pub mod placement;
 pub mod sessions;
+mod signing;
 pub mod storage;
 mod tables;
 

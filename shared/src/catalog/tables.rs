@@ -13,7 +13,7 @@ use super::metadata::{Written, metadata_file_location};
 use super::namespaces::{BUCKET_PROPERTY, busy};
 use super::parity::refs_v1::Refs;
 use super::placement::{self, Placement};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging, parity};
+use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging, parity, signing};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow};
@@ -30,6 +30,9 @@ use crate::vending::{AccessLevel, Vended};
 pub struct TableRequestOptions {
     /// `X-Iceberg-Access-Delegation: vended-credentials` was sent.
     pub vend_credentials: bool,
+    /// `X-Iceberg-Access-Delegation: remote-signing` was sent: the engine signs its storage
+    /// requests through the catalog where the bucket's keys cannot be scoped.
+    pub remote_signing: bool,
     /// `snapshots=refs`: only snapshots that a branch or tag references.
     pub only_referenced_snapshots: bool,
 }
@@ -150,6 +153,13 @@ impl Catalog {
                     override_bucket.as_deref(),
                 )
                 .await?;
+            // Refused before anything is written: the table must not exist when its answer fails.
+            if let Some(refused) =
+                self.refused_delivery(ctx, &ns.row, &placement.bucket, &request.name, options)
+            {
+                self.release(&placement).await;
+                return Err(refused);
+            }
             let built = TableMetadataBuilder::new(
                 request.schema.clone(),
                 spec.clone(),
@@ -404,6 +414,9 @@ impl Catalog {
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
         let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
+        if signing::signs(&bucket) && !self.hands_out_static_keys(ctx, &ns, &bucket, table) {
+            return Err(signing::no_static_keys(&bucket));
+        }
         let (_, vended) = self
             .vend(ctx, &ns, &bucket, table, row.row.directory())
             .await?;
@@ -556,13 +569,7 @@ impl Catalog {
         table: &str,
         directory: &str,
     ) -> Result<(AccessLevel, Vended)> {
-        let level = if ctx.access.allows(
-            Resource::Table {
-                namespace: ns,
-                table,
-            },
-            Action::Write,
-        ) {
+        let level = if self.may_write(ctx, ns, table) {
             AccessLevel::ReadWrite
         } else {
             AccessLevel::Read
@@ -572,6 +579,37 @@ impl Catalog {
             .vend(bucket, directory, level, &ctx.principal)
             .await?;
         Ok((level, vended))
+    }
+
+    /// Whether this caller receives the static keys of `bucket` for `table`: only where the
+    /// bucket configuration opted in, only with write access, never behind a public namespace.
+    fn hands_out_static_keys(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        bucket: &BucketRow,
+        table: &str,
+    ) -> bool {
+        bucket.static_keys_to_writers
+            && !crate::authz::is_public(ns)
+            && self.may_write(ctx, ns, table)
+    }
+
+    /// The 400 of an engine that asked for vended credentials only, on a bucket whose static
+    /// keys it may not receive: it must remote-sign.
+    fn refused_delivery(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        bucket: &BucketRow,
+        table: &str,
+        options: TableRequestOptions,
+    ) -> Option<CatalogError> {
+        (signing::signs(bucket)
+            && options.vend_credentials
+            && !options.remote_signing
+            && !self.hands_out_static_keys(ctx, ns, bucket, table))
+        .then(|| signing::no_static_keys(bucket))
     }
 
     /// `metadata`: the document as answered and what identifies its bytes (the SHA-256 of the
@@ -585,7 +623,34 @@ impl Catalog {
         metadata: (Bytes, String),
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
-        let (delegation, vended) = if options.vend_credentials {
+        let static_keys = signing::signs(at.bucket);
+        let hand_out = static_keys
+            && options.vend_credentials
+            && self.hands_out_static_keys(ctx, at.ns, at.bucket, at.name);
+        let (delegation, vended) = if static_keys
+            && !hand_out
+            && (options.vend_credentials || options.remote_signing)
+        {
+            if let Some(refused) = self.refused_delivery(ctx, at.ns, at.bucket, at.name, options) {
+                return Err(refused);
+            }
+            let mut config = self.vendor.storage_config(at.bucket);
+            config.extend(crate::signing::client_config(&crate::signing::endpoint(
+                &ctx.org.name,
+                &at.ns.name,
+                at.name,
+            )));
+            let delegation = if self.may_write(ctx, at.ns, at.name) {
+                "signed-write"
+            } else {
+                "signed-read"
+            };
+            let settings = Vended {
+                config,
+                ..Vended::default()
+            };
+            (delegation, settings)
+        } else if options.vend_credentials || options.remote_signing {
             let (level, vended) = self
                 .vend(ctx, at.ns, at.bucket, at.name, at.directory)
                 .await?;

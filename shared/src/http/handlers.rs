@@ -27,12 +27,14 @@ pub(super) fn table_options(
     headers: &HeaderMap,
     query: &QueryMap,
 ) -> Result<TableRequestOptions, CatalogError> {
-    let vend = headers
-        .get_all("x-iceberg-access-delegation")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|mode| mode.trim().eq_ignore_ascii_case("vended-credentials"));
+    let asked = |wanted: &str| {
+        headers
+            .get_all("x-iceberg-access-delegation")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|mode| mode.trim().eq_ignore_ascii_case(wanted))
+    };
     let only_referenced = match query.get("snapshots") {
         None | Some("all") => false,
         Some("refs") => true,
@@ -44,7 +46,8 @@ pub(super) fn table_options(
         }
     };
     Ok(TableRequestOptions {
-        vend_credentials: vend,
+        vend_credentials: asked("vended-credentials"),
+        remote_signing: asked("remote-signing"),
         only_referenced_snapshots: only_referenced,
     })
 }
@@ -250,6 +253,19 @@ pub async fn load_credentials(
     let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
     let (ns, table) = params.table()?;
     Ok(Json(s.catalog.load_credentials(&ctx, &ns, &table).await?).into_response())
+}
+
+pub async fn sign_request(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(body): JsonBody<crate::signing::RemoteSignRequest>,
+) -> Answer {
+    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let (ns, table) = params.table()?;
+    let signed = s.catalog.sign_request(&ctx, &ns, &table, body).await?;
+    // A signature is for one request at one time: engines must not reuse it.
+    Ok(([(http::header::CACHE_CONTROL, "no-cache")], Json(signed)).into_response())
 }
 
 pub async fn commit_table(

@@ -46,6 +46,7 @@ fn method_router(operation: Operation) -> MethodRouter<AppState> {
         Operation::CreateTable => post(create_table),
         Operation::LoadTable => get(load_table),
         Operation::LoadCredentials => get(load_credentials),
+        Operation::SignRequest => post(sign_request),
         Operation::TableExists => head(table_exists),
         Operation::CommitTable => post(commit_table),
         Operation::DropTable => delete(drop_table),

@@ -33,7 +33,8 @@ pub enum BucketAuth {
     /// Credentials): the catalog reads and writes with them and vends downscoped tokens from
     /// them. GCS only.
     ServiceAccount,
-    /// Static HMAC keys, handed to engines as they are. In memory only, or in a deployment's
+    /// Static HMAC keys, kept by the catalog: engines reach the bucket through remote signing
+    /// (or, where the configuration opts in, writers receive the keys). In memory only, or in a deployment's
     /// own settings: rows keep them as `SealedHmac`.
     Hmac {
         access_key_id: String,
@@ -62,6 +63,11 @@ pub struct BucketRow {
     pub region: Option<String>,
     #[serde(default)]
     pub path_style: bool,
+    /// Static keys only: hand them to principals with write access on a table, for engines that
+    /// cannot remote-sign. An explicit opt-in: the keys reach the whole bucket, are not scoped
+    /// to the table and never expire. Never for readers, never behind a public namespace.
+    #[serde(default)]
+    pub static_keys_to_writers: bool,
 }
 
 /// Splits `s3://bucket/key` into bucket and key.

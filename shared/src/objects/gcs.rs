@@ -383,6 +383,7 @@ mod tests {
             endpoint: None,
             region: None,
             path_style: false,
+            static_keys_to_writers: false,
         };
         let store = stores.for_bucket(&row).unwrap();
         assert_eq!(store.key_of("gs://lake/a/b.json").unwrap(), "a/b.json");

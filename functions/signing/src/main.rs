@@ -1,0 +1,7 @@
+//! Lambda entry point of the remote-signing endpoint group: the one function that signs storage
+//! requests with a bucket's static keys.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    floe_lambda::serve_group(floe::routes::Group::Signing).await
+}
