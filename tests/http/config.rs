@@ -19,7 +19,7 @@ async fn config_resolves_the_org_and_advertises_exactly_the_routes() {
         .iter()
         .map(|e| e.as_str().unwrap())
         .collect();
-    assert_eq!(endpoints.len(), 17);
+    assert_eq!(endpoints.len(), 18);
     for route in ROUTES {
         assert!(
             endpoints.contains(&route.endpoint().as_str()),
@@ -31,6 +31,7 @@ async fn config_resolves_the_org_and_advertises_exactly_the_routes() {
         endpoints.contains(&"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials")
     );
     assert!(endpoints.contains(&"HEAD /v1/{prefix}/namespaces/{namespace}"));
+    assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"));
 }
 
 #[tokio::test]
