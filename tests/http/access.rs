@@ -636,6 +636,272 @@ async fn table_grants_follow_names_across_drop_recreate_and_rename() {
     assert_eq!(load("a").await, 403, "nothing stays behind on the old name");
 }
 
+/// The management API's grant listing of namespace `ns`, as (table, principal, action), sorted.
+async fn listed_grants(c: &TestCatalog, ns: &str) -> Vec<(Value, String, String)> {
+    let answer = c
+        .management(
+            Method::GET,
+            &format!("/orgs/{ORG}/namespaces/{ns}/grants"),
+            ADMIN_TOKEN,
+            None,
+        )
+        .await;
+    let mut grants: Vec<_> = answer.assert_ok(200)["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["table"].clone(),
+                g["principal"].as_str().unwrap().to_owned(),
+                g["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    grants.sort_by_key(|g| format!("{g:?}"));
+    grants
+}
+
+fn rename_body(ns: &str, from: &str, to: &str) -> Value {
+    json!({
+        "source": {"namespace": [ns], "name": from},
+        "destination": {"namespace": [ns], "name": to}
+    })
+}
+
+/// `#` in a table name is not a key separator: renaming `t` carries the grants on `t` only,
+/// never those on `t#x`.
+#[tokio::test]
+async fn renaming_a_table_carries_only_its_own_grants() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("hk").await;
+    c.create_table("hk", "t").await;
+    let (_, other_token) = principal_without_role(&c, "other-table").await;
+    let (_, own_token) = principal_without_role(&c, "own-table").await;
+    let grants = format!("/orgs/{ORG}/namespaces/hk/grants");
+    for (principal, table) in [
+        ("api_client:other-table", "t#x"),
+        ("api_client:own-table", "t"),
+    ] {
+        c.management(
+            Method::PUT,
+            &grants,
+            ADMIN_TOKEN,
+            Some(json!({"principal": principal, "action": "read", "table": table})),
+        )
+        .await
+        .assert_ok(204);
+    }
+    c.post(
+        &format!("/v1/{ORG}/tables/rename"),
+        rename_body("hk", "t", "u"),
+    )
+    .await
+    .assert_ok(204);
+    let load = |token: String| {
+        let c = &c;
+        async move {
+            c.request(Method::GET, &table_path("hk", "u"), Some(&token), None)
+                .await
+                .status
+                .as_u16()
+        }
+    };
+    assert_eq!(load(own_token).await, 200, "the grant on t moved to u");
+    assert_eq!(
+        load(other_token).await,
+        403,
+        "the grant on t#x stays on t#x"
+    );
+    assert_eq!(
+        listed_grants(&c, "hk").await,
+        vec![
+            (json!("t#x"), "api_client:other-table".into(), "read".into()),
+            (json!("u"), "api_client:own-table".into(), "read".into()),
+        ]
+    );
+}
+
+/// A manager of table `a` administers grants on `a` only: no principal it names reaches the
+/// listing row of a grant on another table (here `a#user:x`, whose old key was
+/// `GRANT#a#user:x#user:y`, the key of `a`'s grant to `user:x#user:y`).
+#[tokio::test]
+async fn a_table_manager_cannot_touch_another_tables_grant_rows() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("hm").await;
+    c.create_table("hm", "a").await;
+    let (_, manager) = principal_without_role(&c, "a-manager").await;
+    let grants = format!("/orgs/{ORG}/namespaces/hm/grants");
+    for (principal, table, action) in [
+        ("api_client:a-manager", "a", "manage"),
+        ("user:y", "a#user:x", "read"),
+    ] {
+        c.management(
+            Method::PUT,
+            &grants,
+            ADMIN_TOKEN,
+            Some(json!({"principal": principal, "action": action, "table": table})),
+        )
+        .await
+        .assert_ok(204);
+    }
+    let theirs = (json!("a#user:x"), "user:y".to_owned(), "read".to_owned());
+    c.management(
+        Method::DELETE,
+        &format!("{grants}?principal=user:x%23user:y&table=a"),
+        &manager,
+        None,
+    )
+    .await
+    .assert_ok(204);
+    assert!(
+        listed_grants(&c, "hm").await.contains(&theirs),
+        "a delete on table a left the grant on a#user:x listed"
+    );
+    c.management(
+        Method::PUT,
+        &grants,
+        &manager,
+        Some(json!({"principal": "user:x#user:y", "action": "manage", "table": "a"})),
+    )
+    .await
+    .assert_ok(204);
+    assert_eq!(
+        listed_grants(&c, "hm").await,
+        vec![
+            (json!("a"), "api_client:a-manager".into(), "manage".into()),
+            (json!("a"), "user:x#user:y".into(), "manage".into()),
+            theirs,
+        ]
+    );
+    c.management(
+        Method::PUT,
+        &grants,
+        &manager,
+        Some(json!({"principal": "user:y", "action": "read", "table": "a#user:x"})),
+    )
+    .await
+    .assert_error(403, "ForbiddenException");
+}
+
+/// Grant rows written before table names and principals were escaped in keys (at
+/// `GRANT#<table>#<principal>` verbatim) are listed, resolved, carried by a rename, replaced
+/// and removed like rows written since, and each is only ever taken for the grant its body names.
+#[tokio::test]
+async fn grant_rows_written_before_key_escaping_stay_usable() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("hl").await;
+    c.create_table("hl", "t").await;
+    c.create_table("hl", "v#w").await;
+    let ns = rows::get::<floe::model::NamespaceRow>(&*c.store, &keys::namespace(ORG, "hl"))
+        .await
+        .unwrap()
+        .unwrap()
+        .row;
+    let (holder, token) = principal_without_role(&c, "legacy").await;
+    // Rows as they were written: the two first share the prefix `GRANT#t#user:a#`.
+    let old = [
+        ("t#user:a", "user:b", Action::Read),
+        ("t", "user:a#user:c", Action::Write),
+        ("v#w", holder.id.as_str(), Action::Read),
+    ];
+    for (table, principal, action) in old {
+        let row = floe::model::GrantRow {
+            principal: principal.into(),
+            namespace_id: ns.id.clone(),
+            table: Some(table.into()),
+            action,
+        };
+        let listing = floe::store::Key::new(
+            format!("NS#{}", ns.id),
+            format!("GRANT#{table}#{principal}"),
+        );
+        let resolving = floe::store::Key::new(
+            format!("GRANTEE#{ORG}#{principal}"),
+            format!("GRANT#{}#{table}", ns.id),
+        );
+        c.store
+            .write(vec![
+                rows::put(listing, &row, Condition::Always),
+                rows::put(resolving, &row, Condition::Always),
+            ])
+            .await
+            .unwrap();
+    }
+    let shown = floe::catalog::display_principal(&holder.id);
+    assert_eq!(
+        listed_grants(&c, "hl").await,
+        vec![
+            (json!("t"), "user:a#user:c".into(), "write".into()),
+            (json!("t#user:a"), "user:b".into(), "read".into()),
+            (json!("v#w"), shown.clone(), "read".into()),
+        ]
+    );
+    let load = |table: &'static str| {
+        let (c, token) = (&c, token.clone());
+        async move {
+            c.request(Method::GET, &table_path("hl", table), Some(&token), None)
+                .await
+                .status
+                .as_u16()
+        }
+    };
+    assert_eq!(load("v%23w").await, 200, "an old row grants access");
+
+    // A rename carries old rows by what they say, not by where their key starts.
+    for (from, to) in [("t", "t2"), ("v#w", "v2")] {
+        c.post(
+            &format!("/v1/{ORG}/tables/rename"),
+            rename_body("hl", from, to),
+        )
+        .await
+        .assert_ok(204);
+    }
+    assert_eq!(
+        load("v2").await,
+        200,
+        "the old row's grant moved with its table"
+    );
+    assert_eq!(
+        listed_grants(&c, "hl").await,
+        vec![
+            (json!("t#user:a"), "user:b".into(), "read".into()),
+            (json!("t2"), "user:a#user:c".into(), "write".into()),
+            (json!("v2"), shown.clone(), "read".into()),
+        ]
+    );
+
+    // Replacing an old row leaves one row; removing it leaves none.
+    let grants = format!("/orgs/{ORG}/namespaces/hl/grants");
+    c.management(
+        Method::PUT,
+        &grants,
+        ADMIN_TOKEN,
+        Some(json!({"principal": "user:b", "action": "write", "table": "t#user:a"})),
+    )
+    .await
+    .assert_ok(204);
+    assert_eq!(
+        listed_grants(&c, "hl").await[0],
+        (json!("t#user:a"), "user:b".into(), "write".into())
+    );
+    assert_eq!(listed_grants(&c, "hl").await.len(), 3);
+    c.management(
+        Method::DELETE,
+        &format!("{grants}?principal=user:b&table=t%23user:a"),
+        ADMIN_TOKEN,
+        None,
+    )
+    .await
+    .assert_ok(204);
+    assert_eq!(
+        listed_grants(&c, "hl").await,
+        vec![
+            (json!("t2"), "user:a#user:c".into(), "write".into()),
+            (json!("v2"), shown, "read".into()),
+        ]
+    );
+}
 /// Revoking a grant or lowering a role takes effect at once on the instance that made the
 /// change, and within the auth cache TTL elsewhere (emulated by forgetting what is cached).
 #[tokio::test]

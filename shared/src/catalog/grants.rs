@@ -5,6 +5,8 @@
 //! Changes reach other instances within the auth cache TTL; this instance forgets its
 //! remembered standings at once.
 
+use std::collections::BTreeMap;
+
 use crate::events::{Draft, GrantChange, Kind};
 use serde::Serialize;
 
@@ -16,7 +18,7 @@ use crate::model::{
     BucketAuth, GrantRow, NamespaceRow, Platform, TableRow, TeamMemberRow, TeamRow, Visibility,
 };
 use crate::store::rows::{self, PublicNamespaceRow, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Key, StoreError, Write};
 
 /// A rename carries a table's grants in its own atomic write; DynamoDB takes 100 items per
 /// transaction, of which the rename uses 2 and each grant 4.
@@ -93,7 +95,7 @@ impl Catalog {
             table: table.map(str::to_owned),
             action,
         };
-        let writes = vec![
+        let mut writes = vec![
             rows::put(
                 keys::grant(&ns.id, table, &principal),
                 &row,
@@ -105,6 +107,7 @@ impl Catalog {
                 Condition::Always,
             ),
         ];
+        writes.extend(self.legacy_grant_row(&ns, table, &principal).await?);
         let event = grant_event(ctx, &ns, &principal, table, Some(action));
         self.write_change(writes, event).await?;
         self.standing.clear();
@@ -123,7 +126,7 @@ impl Catalog {
         let ns = self.live_namespace(ctx, namespace).await?.row;
         self.authorize_grant_admin(ctx, &ns, table)?;
         let principal = canonical_principal(principal)?;
-        let writes = vec![
+        let mut writes = vec![
             Write::Delete {
                 key: keys::grant(&ns.id, table, &principal),
                 condition: Condition::Always,
@@ -133,6 +136,7 @@ impl Catalog {
                 condition: Condition::Always,
             },
         ];
+        writes.extend(self.legacy_grant_row(&ns, table, &principal).await?);
         let event = grant_event(ctx, &ns, &principal, table, None);
         self.write_change(writes, event).await?;
         self.standing.clear();
@@ -294,11 +298,7 @@ impl Catalog {
         from: &str,
         to: &str,
     ) -> Result<Vec<Write>> {
-        let on = |table: &str| format!("{}{table}#", keys::GRANT_PREFIX);
-        let partition = keys::namespace_partition(&ns.id);
-        let moving: Vec<GrantRow> = self
-            .collect_rows(&partition, &on(from), None, usize::MAX, |_| true)
-            .await?;
+        let moving = self.grants_on(ns, from).await?;
         if moving.len() > MAX_CARRIED_GRANTS {
             return Err(CatalogError::CommitFailed(format!(
                 "Table {}.{from} has {} grants; a rename carries at most {MAX_CARRIED_GRANTS} atomically: remove some first",
@@ -306,38 +306,118 @@ impl Catalog {
                 moving.len()
             )));
         }
-        let existing: Vec<GrantRow> = self
-            .collect_rows(&partition, &on(to), None, usize::MAX, |_| true)
-            .await?;
+        let existing = self.grants_on(ns, to).await?;
         let org = &ctx.org.name;
-        let mut writes = Vec::with_capacity(moving.len() * 4);
-        for grant in moving {
-            let held = existing
-                .iter()
-                .find(|g| g.principal == grant.principal)
-                .map(|g| g.action);
-            let row = GrantRow {
-                table: Some(to.to_owned()),
-                action: held.map_or(grant.action, |held| held.max(grant.action)),
-                ..grant.clone()
-            };
-            for key in [
-                keys::grant(&ns.id, Some(from), &grant.principal),
-                keys::grantee(org, &grant.principal, &ns.id, Some(from)),
-            ] {
-                writes.push(Write::Delete {
-                    key,
-                    condition: Condition::Always,
-                });
+        // Per principal: the listing rows to remove (on `from`, and on `to` where one lies under
+        // a key of an earlier format) and the action it ends up with.
+        let mut carried: BTreeMap<String, (Vec<Key>, Action)> = BTreeMap::new();
+        for (listed_at, grant) in moving {
+            let (stale, action) = carried
+                .entry(grant.principal.clone())
+                .or_insert_with(|| (Vec::new(), grant.action));
+            stale.push(listed_at);
+            *action = grant.action.max(*action);
+        }
+        for (listed_at, grant) in existing {
+            if let Some((stale, action)) = carried.get_mut(&grant.principal) {
+                *action = grant.action.max(*action);
+                if listed_at != keys::grant(&ns.id, Some(to), &grant.principal) {
+                    stale.push(listed_at);
+                }
             }
+        }
+        let mut writes = Vec::with_capacity(carried.len() * 4);
+        for (principal, (listed_at, action)) in carried {
+            let row = GrantRow {
+                principal: principal.clone(),
+                namespace_id: ns.id.clone(),
+                table: Some(to.to_owned()),
+                action,
+            };
+            let stale =
+                listed_at
+                    .into_iter()
+                    .chain([keys::grantee(org, &principal, &ns.id, Some(from))]);
+            writes.extend(stale.map(|key| Write::Delete {
+                key,
+                condition: Condition::Always,
+            }));
             for key in [
-                keys::grant(&ns.id, Some(to), &grant.principal),
-                keys::grantee(org, &grant.principal, &ns.id, Some(to)),
+                keys::grant(&ns.id, Some(to), &principal),
+                keys::grantee(org, &principal, &ns.id, Some(to)),
             ] {
                 writes.push(rows::put(key, &row, Condition::Always));
             }
         }
+        if writes.len() > MAX_CARRIED_GRANTS * 4 {
+            return Err(CatalogError::CommitFailed(format!(
+                "Table {}.{from} has grants written in an earlier key format; a rename carries at most {MAX_CARRIED_GRANTS} atomically: remove some first",
+                ns.name
+            )));
+        }
         Ok(writes)
+    }
+
+    /// The listing rows of the grants on one table, each with the key it lies at: under
+    /// [`keys::grants_on`] and, for rows written before components were escaped, under
+    /// [`keys::legacy_grants_on`]. A row is taken by the table its body names, never by where
+    /// its key starts (there, an earlier row of a grant on `t#x` also starts `GRANT#t#`).
+    async fn grants_on(&self, ns: &NamespaceRow, table: &str) -> Result<Vec<(Key, GrantRow)>> {
+        const BATCH: usize = 256;
+        let partition = keys::namespace_partition(&ns.id);
+        let current = keys::grants_on(Some(table));
+        let legacy = keys::legacy_grants_on(Some(table));
+        let mut prefixes = vec![current];
+        if !prefixes.contains(&legacy) {
+            prefixes.push(legacy);
+        }
+        let mut out = Vec::new();
+        for prefix in prefixes {
+            let mut after: Option<String> = None;
+            loop {
+                let batch = self
+                    .store
+                    .query(&partition, &prefix, after.as_deref(), BATCH)
+                    .await?;
+                let exhausted = batch.len() < BATCH;
+                after = batch.last().map(|item| item.key.sk.clone());
+                for item in batch {
+                    let row: GrantRow = rows::decode(&item)?;
+                    if row.table.as_deref() == Some(table) {
+                        out.push((item.key, row));
+                    }
+                }
+                if exhausted {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The delete of a grant's listing row written before components were escaped, when its
+    /// grant now lies under another key; only if the row there is this grant's (the same old
+    /// key may hold another grant's row, which stays).
+    async fn legacy_grant_row(
+        &self,
+        ns: &NamespaceRow,
+        table: Option<&str>,
+        principal: &str,
+    ) -> Result<Option<Write>> {
+        let legacy = keys::legacy_grant(&ns.id, table, principal);
+        if legacy == keys::grant(&ns.id, table, principal) {
+            return Ok(None);
+        }
+        let Some(found) = rows::get::<GrantRow>(&*self.store, &legacy).await? else {
+            return Ok(None);
+        };
+        let same = found.row.principal == principal && found.row.table.as_deref() == table;
+        // No grant is written under an old key that differs from its current one: the row
+        // found stays this grant's until deleted.
+        Ok(same.then_some(Write::Delete {
+            key: legacy,
+            condition: Condition::Always,
+        }))
     }
 
     /// Grant administration: manage on the namespace for namespace grants, manage on the table

@@ -107,8 +107,43 @@ pub struct SessionRow {
 }
 
 /// Key builders: the one place that knows the key layout.
+///
+/// A key joins its components with `#`. Every component but one goes through
+/// [`part`](keys::part), which never yields `#`, so the one kept verbatim is whatever the
+/// others leave: no two values give the same key, and a query on a component's prefix ending
+/// in `#` (such as [`grants_on`](keys::grants_on)) finds that value's rows only, never those of
+/// a value that merely starts the same. The verbatim one is a key's last component (it runs to
+/// the key's end), except in [`prefix_claim`](keys::prefix_claim). A part of a value without
+/// `#` or control characters (all names, ids and generated prefixes) is the value itself, so the
+/// keys of rows written before stay what they were.
+///
+/// The one exception is a grant's listing row ([`grant`](keys::grant)), whose table name and
+/// principal (both may hold `#`) were once joined verbatim; see there.
 pub mod keys {
     use super::Key;
+
+    /// Marks an escaped component. Table names and principals never hold control characters,
+    /// so no key written before holds one.
+    const ESCAPED: char = '\u{1}';
+
+    /// A key component that other components follow: the value itself when it holds no `#` and
+    /// no control character, otherwise [`ESCAPED`] followed by the value with `%` and `#`
+    /// percent-encoded. Never holds `#`; two values never give the same part.
+    pub fn part(value: &str) -> std::borrow::Cow<'_, str> {
+        if !value.contains(|c: char| c == '#' || c.is_control()) {
+            return value.into();
+        }
+        let mut out = String::with_capacity(value.len() + 8);
+        out.push(ESCAPED);
+        for c in value.chars() {
+            match c {
+                '%' => out.push_str("%25"),
+                '#' => out.push_str("%23"),
+                c => out.push(c),
+            }
+        }
+        out.into()
+    }
 
     pub fn org(org: &str) -> Key {
         Key::new(format!("ORG#{org}"), "ORG")
@@ -129,8 +164,11 @@ pub mod keys {
     pub fn org_partition(org: &str) -> String {
         format!("ORG#{org}")
     }
+    /// The bucket root (an admin's, which may hold `#`) is the verbatim component and the
+    /// generated prefix the part, which holds no `#`: the root is all before the key's last
+    /// `#`, and claims keep the keys they were written under.
     pub fn prefix_claim(bucket_root: &str, prefix: &str) -> Key {
-        Key::new(format!("PREFIX#{bucket_root}#{prefix}"), "PREFIX")
+        Key::new(format!("PREFIX#{bucket_root}#{}", part(prefix)), "PREFIX")
     }
     pub fn table(namespace_id: &str, name: &str) -> Key {
         Key::new(format!("NS#{namespace_id}"), format!("TABLE#{name}"))
@@ -154,7 +192,7 @@ pub mod keys {
     pub fn deleted_namespace(deleted_ms: u64, org: &str, name: &str) -> Key {
         Key::new(
             DELETED_NAMESPACES,
-            format!("{}#{org}#{name}", deleted_sort_key(deleted_ms)),
+            format!("{}#{}#{name}", deleted_sort_key(deleted_ms), part(org)),
         )
     }
     /// The index sort key prefix of a deletion time (zero-padded, so order is time order).
@@ -171,23 +209,53 @@ pub mod keys {
     pub fn member(org: &str, principal_id: &str) -> Key {
         Key::new(format!("ORG#{org}"), format!("MEMBER#{principal_id}"))
     }
-    /// A grant, in its namespace's partition (what the namespace's grant listing reads).
+    /// A grant, in its namespace's partition (what the namespace's grant listing reads):
+    /// `GRANT#<table part>#<principal part>`, the table part empty for a namespace grant.
+    ///
+    /// Both are [`part`]s, the principal too: rows written before joined both verbatim, and
+    /// there the key of `a`'s grant to `user:x#user:y` was that of `a#user:x`'s grant to
+    /// `user:y`. A value with `#` is now escaped and so marked with a control character that no
+    /// earlier key holds, so a grant's key is either the one it always had or one no earlier row
+    /// has: never an earlier row of another grant. Those earlier rows stay where they are until
+    /// their grant is next written ([`legacy_grant`]).
     pub fn grant(namespace_id: &str, table: Option<&str>, principal: &str) -> Key {
         Key::new(
-            format!("NS#{namespace_id}"),
-            format!("{GRANT_PREFIX}{}#{principal}", table.unwrap_or("")),
+            namespace_partition(namespace_id),
+            format!("{}{}", grants_on(table), part(principal)),
         )
     }
     pub const GRANT_PREFIX: &str = "GRANT#";
+    /// The key prefix of every grant on one table (`None`: on the namespace itself), in the
+    /// namespace's partition. Rows written before under [`legacy_grant`] keys may also lie under
+    /// [`legacy_grants_on`]; either query also finds other grants' earlier rows, so rows are
+    /// matched by what they say.
+    pub fn grants_on(table: Option<&str>) -> String {
+        format!("{GRANT_PREFIX}{}#", part(table.unwrap_or("")))
+    }
+    /// Where a grant's listing row was written before components were escaped.
+    pub fn legacy_grant(namespace_id: &str, table: Option<&str>, principal: &str) -> Key {
+        Key::new(
+            namespace_partition(namespace_id),
+            format!("{GRANT_PREFIX}{}#{principal}", table.unwrap_or("")),
+        )
+    }
+    /// The prefix that [`legacy_grant`] keys of grants on `table` start with.
+    pub fn legacy_grants_on(table: Option<&str>) -> String {
+        format!("{GRANT_PREFIX}{}#", table.unwrap_or(""))
+    }
     /// The same grant in its grantee's partition (what resolving a principal's access reads).
     pub fn grantee(org: &str, principal: &str, namespace_id: &str, table: Option<&str>) -> Key {
         Key::new(
             grantee_partition(org, principal),
-            format!("{GRANT_PREFIX}{namespace_id}#{}", table.unwrap_or("")),
+            format!(
+                "{GRANT_PREFIX}{}#{}",
+                part(namespace_id),
+                table.unwrap_or("")
+            ),
         )
     }
     pub fn grantee_partition(org: &str, principal: &str) -> String {
-        format!("GRANTEE#{org}#{principal}")
+        format!("GRANTEE#{}#{principal}", part(org))
     }
     pub fn team(org: &str, name: &str) -> Key {
         Key::new(format!("ORG#{org}"), format!("{TEAM_PREFIX}{name}"))
@@ -195,10 +263,13 @@ pub mod keys {
     pub const TEAM_PREFIX: &str = "TEAM#";
     /// A team's member, in the team's partition (what listing the team reads).
     pub fn team_member(org: &str, team: &str, principal: &str) -> Key {
-        Key::new(format!("TEAM#{org}#{team}"), format!("MEMBER#{principal}"))
+        Key::new(
+            team_members_partition(org, team),
+            format!("MEMBER#{principal}"),
+        )
     }
     pub fn team_members_partition(org: &str, team: &str) -> String {
-        format!("TEAM#{org}#{team}")
+        format!("TEAM#{}#{team}", part(org))
     }
     /// The same membership in the principal's partition (what resolving access reads).
     pub fn teams_of(org: &str, principal: &str, team: &str) -> Key {
@@ -208,7 +279,7 @@ pub mod keys {
         )
     }
     pub fn teams_of_partition(org: &str, principal: &str) -> String {
-        format!("TEAMS#{org}#{principal}")
+        format!("TEAMS#{}#{principal}", part(org))
     }
     pub fn api_client(org: &str, id: &str) -> Key {
         Key::new(format!("ORG#{org}"), format!("{API_CLIENT_PREFIX}{id}"))
@@ -365,6 +436,109 @@ fn put_item<T: Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Values chosen to collide under a verbatim join: separators, escapes, the marker, and
+    /// values that start like others.
+    const ADVERSARIAL: [&str; 16] = [
+        "",
+        "t",
+        "t#",
+        "#t",
+        "t#x",
+        "t%23x",
+        "t%x",
+        "%",
+        "%23",
+        "#",
+        "##",
+        "\u{1}t%23x",
+        "\u{1}",
+        "user:a",
+        "user:a#user:b",
+        "t#user:a",
+    ];
+
+    #[test]
+    fn parts_are_injective_prefix_free_and_verbatim_without_separators() {
+        let mut seen = std::collections::HashMap::new();
+        for value in ADVERSARIAL {
+            let part = keys::part(value);
+            assert!(!part.contains('#'), "{value:?} -> {part:?}");
+            if let Some(other) = seen.insert(part.to_string(), value) {
+                panic!("{value:?} and {other:?} both give {part:?}");
+            }
+            // A prefix query ending in a part's `#` finds that value only.
+            let query = format!("{part}#");
+            for other in ADVERSARIAL.iter().filter(|o| **o != value) {
+                let key = format!("{}#rest", keys::part(other));
+                assert!(!key.starts_with(&query), "{query:?} finds {other:?}");
+            }
+        }
+        for plain in ["t", "user:a", "100%", "t%23x", "a.b-c_d", "with space"] {
+            assert_eq!(keys::part(plain), plain);
+        }
+    }
+
+    #[test]
+    fn grant_keys_are_one_per_grant_and_never_an_earlier_rows_of_another() {
+        let tables = ADVERSARIAL.iter().map(|t| (!t.is_empty()).then_some(*t));
+        let grants: Vec<(Option<&str>, &str)> = tables
+            .flat_map(|t| ADVERSARIAL.iter().map(move |p| (t, *p)))
+            .collect();
+        let mut seen = std::collections::HashMap::new();
+        for &(table, principal) in &grants {
+            let key = keys::grant("ns1", table, principal);
+            if let Some(other) = seen.insert(key.clone(), (table, principal)) {
+                panic!("{:?} and {other:?} share {key:?}", (table, principal));
+            }
+            let on = keys::grants_on(table);
+            assert!(key.sk.starts_with(&on));
+            for &(other_table, other_principal) in &grants {
+                if other_table != table {
+                    let other = keys::grant("ns1", other_table, other_principal);
+                    assert!(!other.sk.starts_with(&on), "{on:?} finds {other:?}");
+                }
+                // The row an earlier version wrote for another grant is never at this key
+                // (table names and principals never held control characters).
+                let earlier = !other_table.unwrap_or("").contains(char::is_control)
+                    && !other_principal.contains(char::is_control);
+                if earlier && (other_table, other_principal) != (table, principal) {
+                    let legacy = keys::legacy_grant("ns1", other_table, other_principal);
+                    assert_ne!(legacy, key, "{:?}", (table, principal));
+                }
+            }
+        }
+        // Without `#` a grant's key is the one it always had.
+        assert_eq!(
+            keys::grant("ns1", Some("t"), "user:a"),
+            keys::legacy_grant("ns1", Some("t"), "user:a")
+        );
+        assert_eq!(keys::grant("ns1", None, "user:a").sk, "GRANT##user:a");
+    }
+
+    #[test]
+    fn keys_of_values_without_separators_are_unchanged() {
+        assert_eq!(
+            keys::grantee("acme", "user:a#b", "ns1", Some("t#x")),
+            Key::new("GRANTEE#acme#user:a#b", "GRANT#ns1#t#x")
+        );
+        assert_eq!(
+            keys::team_member("acme", "data", "user:a#b"),
+            Key::new("TEAM#acme#data", "MEMBER#user:a#b")
+        );
+        assert_eq!(
+            keys::teams_of("acme", "user:a#b", "data"),
+            Key::new("TEAMS#acme#user:a#b", "TEAM#data")
+        );
+        assert_eq!(
+            keys::prefix_claim("s3://b/x#y", "p-1"),
+            Key::new("PREFIX#s3://b/x#y#p-1", "PREFIX")
+        );
+        assert_eq!(
+            keys::deleted_namespace(7, "acme", "sales").sk,
+            "00000000000000000007#acme#sales"
+        );
+    }
 
     #[test]
     fn recreated_rows_never_repeat_versions() {
