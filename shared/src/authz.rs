@@ -193,6 +193,12 @@ impl Access {
             .max(public.then_some(Action::Read))
     }
 
+    /// The table grant the principal holds on a table name: it covers the table that holds
+    /// the name while the grant exists, not a table that held it before.
+    pub fn table_grant_by_id(&self, namespace_id: &str, table: &str) -> Option<Action> {
+        self.grants.on_table(namespace_id, table)
+    }
+
     /// Whether the principal may read every table of the namespace (not only some, through
     /// table grants).
     pub fn reads_every_table(&self, ns: &NamespaceRow) -> bool {
