@@ -180,6 +180,31 @@ impl Access {
             .max(self.grants.on_table(namespace_id, table));
         granted.max(public.then_some(Action::Read))
     }
+
+    /// What the principal may do with every table of a namespace known by id, whichever table
+    /// holds which name: service administration, its org role, a namespace grant, public
+    /// reading (`public` as in [`Self::effective_by_id`]). Table grants do not count.
+    pub fn on_every_table_by_id(&self, namespace_id: &str, public: bool) -> Option<Action> {
+        if self.service_admin {
+            return Some(Action::Manage);
+        }
+        let role = self.org_role.map(role_action);
+        role.max(self.grants.on_namespace(namespace_id))
+            .max(public.then_some(Action::Read))
+    }
+
+    /// The table grant the principal holds on a table name: it covers the table that holds
+    /// the name while the grant exists, not a table that held it before.
+    pub fn table_grant_by_id(&self, namespace_id: &str, table: &str) -> Option<Action> {
+        self.grants.on_table(namespace_id, table)
+    }
+
+    /// Whether the principal may read every table of the namespace (not only some, through
+    /// table grants).
+    pub fn reads_every_table(&self, ns: &NamespaceRow) -> bool {
+        self.on_every_table_by_id(&ns.id, is_public(ns))
+            .is_some_and(|held| held >= Action::Read)
+    }
 }
 
 fn role_action(role: OrgRole) -> Action {

@@ -137,22 +137,26 @@ pub async fn register_token(
     }
 }
 
-/// Creates an api client with an org role and returns its new token (shown once, stored hashed).
+/// Creates an api client with an org role (or, with `None`, with none: it reads only what it is
+/// granted) and returns its new token (shown once, stored hashed).
 pub async fn issue_api_client(
     store: &dyn MetaStore,
     clock: &dyn Clock,
     org: &str,
     name: &str,
     email: Option<String>,
-    role: OrgRole,
+    role: impl Into<Option<OrgRole>>,
 ) -> Result<(Principal, String)> {
+    let role = role.into();
     let principal = Principal {
         id: format!("api-client:{}", uuid::Uuid::now_v7()),
         kind: PrincipalKind::ApiClient,
         name: name.to_owned(),
         email,
     };
-    put_member(store, org, &principal.id, role).await?;
+    if let Some(role) = role {
+        put_member(store, org, &principal.id, role).await?;
+    }
     let token = auth::generate_token();
     register_token(store, clock, &principal, &token).await?;
     let id = principal.id.trim_start_matches("api-client:").to_owned();

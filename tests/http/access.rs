@@ -1023,6 +1023,50 @@ async fn public_namespaces_need_role_vended_storage() {
     assert!(refused.to_string().contains("table 'over'"), "{refused}");
 }
 
+/// The storage rule of public namespaces holds for tables created after the namespace went
+/// public: a table cannot bring static keys in through its own bucket override.
+#[tokio::test]
+async fn a_public_namespace_refuses_a_table_override_on_static_keys() {
+    let c = TestCatalog::new().await;
+    c.add_bucket(
+        "keys",
+        floe::model::BucketAuth::Hmac {
+            access_key_id: "AKIA".into(),
+            secret_access_key: "secret".into(),
+        },
+    )
+    .await;
+    let admin = admin_context(&c).await;
+    c.create_namespace("open").await;
+    c.catalog
+        .set_visibility(&admin, "open", Visibility::AuthenticatedPublic)
+        .await
+        .unwrap();
+    let mut body = create_table_body("over");
+    body["properties"] = json!({"arraylake.bucket": "keys"});
+    let refused = c
+        .post_as(
+            &c.write_token,
+            &format!("/v1/{ORG}/namespaces/open/tables"),
+            body.clone(),
+        )
+        .await;
+    refused.assert_error(400, "BadRequestException");
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("public namespace"), "{message}");
+    assert!(message.contains("'keys'"), "{message}");
+    // Nothing was made: no table, and the name is free.
+    c.get(&table_path("open", "over"))
+        .await
+        .assert_error(404, "NoSuchTableException");
+    c.create_table("open", "over").await;
+    // A private namespace still takes the override.
+    c.create_namespace("closed").await;
+    c.post(&format!("/v1/{ORG}/namespaces/closed/tables"), body)
+        .await
+        .assert_ok(200);
+}
+
 /// Every denial is one structured audit event naming principal, org, resource and action,
 /// and never the token.
 #[tokio::test(flavor = "current_thread")]

@@ -398,6 +398,71 @@ async fn readers_see_the_events_of_what_they_may_read() {
 }
 
 #[tokio::test]
+async fn a_table_grant_shows_the_events_of_the_table_holding_the_name_not_of_a_dropped_one() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("shared").await;
+    let dropped = c.create_table("shared", "visible").await["metadata"]["table-uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    c.append_snapshot(ADMIN_TOKEN, "shared", "visible", 1)
+        .await
+        .assert_ok(200);
+    c.delete(&table_path("shared", "visible"))
+        .await
+        .assert_ok(204);
+    let current = c.create_table("shared", "visible").await["metadata"]["table-uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(dropped, current);
+    let token = table_reader(&c).await;
+    c.append_snapshot(ADMIN_TOKEN, "shared", "visible", 2)
+        .await
+        .assert_ok(200);
+
+    // The org reader sees both tables' histories ...
+    let all = read_all(&c, &c.read_token).await;
+    assert!(
+        all.iter()
+            .any(|e| e["data"]["table-uuid"] == dropped.as_str())
+    );
+    // ... a grant on the name only the table that holds it now.
+    let seen = read_all(&c, &token).await;
+    let tables: Vec<(&str, &str)> = seen
+        .iter()
+        .filter(|e| e["data"].get("table").is_some())
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["data"]["table-uuid"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tables,
+        [
+            ("io.floe.table.created", current.as_str()),
+            ("io.floe.table.committed", current.as_str()),
+        ]
+    );
+    // Once the grant is gone, so are the table's events (and, holding nothing else, the
+    // principal sees nothing in the org).
+    admin(
+        &c,
+        Method::DELETE,
+        "/namespaces/shared/grants?principal=api_client:dashboard&table=visible",
+        None,
+    )
+    .await
+    .assert_ok(204);
+    c.catalog.forget_cached();
+    c.management(Method::GET, &format!("/orgs/{ORG}/events"), &token, None)
+        .await
+        .assert_error(403, "ForbiddenException");
+}
+
+#[tokio::test]
 async fn a_token_past_the_retention_is_410() {
     let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
     let shared = clock.clone();

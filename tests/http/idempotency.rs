@@ -168,6 +168,100 @@ async fn final_errors_are_replayed() {
 }
 
 #[tokio::test]
+async fn a_replay_is_refused_to_a_principal_that_lost_access() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("idem").await;
+    c.create_table("idem", "t").await;
+    c.create_table("idem", "gone").await;
+    c.create_table("idem", "r").await;
+    let writer = c.catalog.authenticate(&c.write_token).await.unwrap();
+    let member = format!(
+        "/orgs/{ORG}/members/{}",
+        floe::catalog::display_principal(&writer.id)
+    );
+    let token = c.write_token.clone();
+    let requests = [
+        (
+            Method::POST,
+            format!("/v1/{ORG}/namespaces"),
+            Some(json!({"namespace": ["made"]})),
+            200,
+        ),
+        (
+            Method::POST,
+            format!("{}/properties", ns_path("idem")),
+            Some(json!({"updates": {"owner": "etl"}})),
+            200,
+        ),
+        (
+            Method::POST,
+            table_path("idem", "t"),
+            Some(set_property("a", "1")),
+            200,
+        ),
+        (Method::DELETE, table_path("idem", "gone"), None, 204),
+        (
+            Method::POST,
+            format!("/v1/{ORG}/tables/rename"),
+            Some(json!({"source": {"namespace": ["idem"], "name": "r"},
+                        "destination": {"namespace": ["idem"], "name": "r2"}})),
+            204,
+        ),
+    ];
+    let keys: Vec<String> = requests.iter().map(|_| new_key()).collect();
+    for ((method, path, body, status), key) in requests.iter().zip(&keys) {
+        keyed(&c, &token, method.clone(), path, key, body.clone())
+            .await
+            .assert_ok(*status);
+        // A retry while the access holds is the replay.
+        keyed(&c, &token, method.clone(), path, key, body.clone())
+            .await
+            .assert_ok(*status);
+    }
+    // Down to read: a fresh request of each would be refused, and so is each replay.
+    c.management(
+        Method::PUT,
+        &member,
+        ADMIN_TOKEN,
+        Some(json!({"role": "read"})),
+    )
+    .await
+    .assert_ok(204);
+    for ((method, path, body, _), key) in requests.iter().zip(&keys) {
+        keyed(&c, &token, method.clone(), path, key, body.clone())
+            .await
+            .assert_error(403, "ForbiddenException");
+    }
+    // Out of the org: the same.
+    c.management(
+        Method::PUT,
+        &member,
+        ADMIN_TOKEN,
+        Some(json!({"role": "none"})),
+    )
+    .await
+    .assert_ok(204);
+    for ((method, path, body, _), key) in requests.iter().zip(&keys) {
+        keyed(&c, &token, method.clone(), path, key, body.clone())
+            .await
+            .assert_error(403, "ForbiddenException");
+    }
+    // Given back, the key still answers as it first did (nothing ran again).
+    c.management(
+        Method::PUT,
+        &member,
+        ADMIN_TOKEN,
+        Some(json!({"role": "write"})),
+    )
+    .await
+    .assert_ok(204);
+    let (method, path, body, _) = &requests[3];
+    keyed(&c, &token, method.clone(), path, &keys[3], body.clone())
+        .await
+        .assert_ok(204);
+}
+
+#[tokio::test]
 async fn a_key_reused_for_another_request_is_refused() {
     let c = TestCatalog::new().await;
     let key = new_key();

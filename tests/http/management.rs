@@ -185,6 +185,66 @@ async fn api_clients_are_created_listed_and_revoked_by_org_admins() {
 }
 
 #[tokio::test]
+async fn an_api_client_created_with_role_none_reads_only_what_it_is_granted() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("sales").await;
+    c.create_table("sales", "orders").await;
+    c.create_table("sales", "refunds").await;
+    let path = format!("/orgs/{ORG}/api-clients");
+    let created = c
+        .management(
+            Method::POST,
+            &path,
+            ADMIN_TOKEN,
+            Some(json!({"name": "pipeline", "role": "none"})),
+        )
+        .await;
+    let created = created.assert_ok(201).clone();
+    assert_eq!(created["role"], "none");
+    let token = created["token"].as_str().unwrap().to_owned();
+    let shown = created["principal"].as_str().unwrap().to_owned();
+    // No org role, not even for a moment: nothing is readable before a grant.
+    let load = |table: &'static str| {
+        let c = &c;
+        let token = token.clone();
+        async move {
+            c.request(
+                Method::GET,
+                &format!("/v1/{ORG}/namespaces/sales/tables/{table}"),
+                Some(&token),
+                None,
+            )
+            .await
+        }
+    };
+    load("orders").await.assert_error(403, "ForbiddenException");
+    let me = c.management(Method::GET, "/me", &token, None).await;
+    assert_eq!(me.assert_ok(200)["org_roles"], json!({}));
+    let listed = c.management(Method::GET, &path, ADMIN_TOKEN, None).await;
+    let clients = listed.assert_ok(200)["api_clients"].clone();
+    let pipeline = clients
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["principal"] == shown.as_str())
+        .unwrap();
+    assert_eq!(pipeline["role"], "none");
+
+    c.management(
+        Method::PUT,
+        &format!("/orgs/{ORG}/namespaces/sales/grants"),
+        ADMIN_TOKEN,
+        Some(json!({"principal": shown, "action": "read", "table": "orders"})),
+    )
+    .await
+    .assert_ok(204);
+    load("orders").await.assert_ok(200);
+    load("refunds")
+        .await
+        .assert_error(403, "ForbiddenException");
+}
+
+#[tokio::test]
 async fn members_teams_and_me() {
     let c = TestCatalog::new().await;
     let writer = c.catalog.authenticate(&c.write_token).await.unwrap();

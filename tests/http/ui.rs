@@ -252,6 +252,11 @@ async fn pages_show_only_what_the_api_lets_the_principal_read() {
         "{html}"
     );
     assert!(html.contains("private"), "visibility shown: {html}");
+    // The table count is of the tables the principal may list (one of the two).
+    assert!(
+        html.contains(r#"<td class="num">1</td>"#) && !html.contains(r#"<td class="num">2</td>"#),
+        "{html}"
+    );
     let ns = get(
         &router,
         &format!("/ui/orgs/{ORG}/namespaces/shared"),

@@ -46,7 +46,7 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
         id: "events_client".into(),
         name: "events-client".into(),
         email: None,
-        role: OrgRole::Read,
+        role: Some(OrgRole::Read),
         token_hash: floe::auth::hash_token("ema_events_client_token"),
         created_ms: 0,
     };

@@ -200,7 +200,7 @@ pub enum ApiClientsCommand {
         /// Email stamped as snapshot author on its commits.
         #[arg(long)]
         email: Option<String>,
-        /// Org role.
+        /// Org role; `none` makes a client that reads only what it is granted.
         #[arg(long, value_enum)]
         role: ClientRole,
     },
@@ -389,6 +389,7 @@ pub enum ClientRole {
     Read,
     Write,
     Admin,
+    None,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -149,6 +149,10 @@ struct Claims {
     preferred_username: Option<String>,
     #[serde(default)]
     email: Option<String>,
+    /// `false` (or the string `"false"`, as some issuers send it) when the issuer has not
+    /// verified the email; absent when it does not say.
+    #[serde(default)]
+    email_verified: Option<serde_json::Value>,
 }
 
 /// A remembered principal and how long it may be remembered.
@@ -395,13 +399,19 @@ fn refused(kind: ErrorKind) -> TokenRefused {
 }
 
 /// The user a verified token names: `user:<sub>`, shown by its name, else its preferred
-/// username, else its email, else its subject.
+/// username, else its email, else its subject. An email the issuer says is unverified
+/// (`email_verified: false`) is not the user's: neither its email nor its name.
 fn principal(claims: Claims) -> Result<Principal, TokenRefused> {
     if claims.sub.is_empty() {
         return Err(TokenRefused::MissingClaim("sub".into()));
     }
     let given = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
-    let email = given(claims.email);
+    let unverified = match &claims.email_verified {
+        Some(serde_json::Value::Bool(verified)) => !verified,
+        Some(serde_json::Value::String(verified)) => verified.eq_ignore_ascii_case("false"),
+        _ => false,
+    };
+    let email = given(claims.email).filter(|_| !unverified);
     let name = given(claims.name)
         .or_else(|| given(claims.preferred_username))
         .or_else(|| email.clone())
@@ -545,6 +555,33 @@ mod tests {
                 Some("ada@example.com"),
             ),
             (json!({}), "u-123", None),
+            // An email the issuer says is unverified names nobody: it is neither the user's
+            // email (stamped as snapshot author) nor a fallback for the name.
+            (
+                json!({"name": "Ada", "email": "ada@example.com", "email_verified": false}),
+                "Ada",
+                None,
+            ),
+            (
+                json!({"email": "ada@example.com", "email_verified": false}),
+                "u-123",
+                None,
+            ),
+            (
+                json!({"preferred_username": "ada", "email": "ada@example.com", "email_verified": "false"}),
+                "ada",
+                None,
+            ),
+            (
+                json!({"email": "ada@example.com", "email_verified": true}),
+                "ada@example.com",
+                Some("ada@example.com"),
+            ),
+            (
+                json!({"email": "ada@example.com", "email_verified": "true"}),
+                "ada@example.com",
+                Some("ada@example.com"),
+            ),
         ];
         for (extra, name, email) in cases {
             let verified = f

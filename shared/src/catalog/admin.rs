@@ -24,9 +24,21 @@ pub struct ApiClientView {
     pub principal: String,
     pub name: String,
     pub email: Option<String>,
-    pub role: OrgRole,
+    /// The org role it was created with; `none` for a grant-only client.
+    #[serde(serialize_with = "role_or_none")]
+    pub role: Option<OrgRole>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+}
+
+fn role_or_none<S: serde::Serializer>(
+    role: &Option<OrgRole>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match role {
+        Some(role) => serde::Serialize::serialize(role, serializer),
+        None => serializer.serialize_str("none"),
+    }
 }
 
 /// A namespace's settings as the management API shows them.
@@ -151,13 +163,14 @@ impl Catalog {
         Err(busy())
     }
 
-    /// Creates an api client with an org role (org admins); its token is in this answer only.
+    /// Creates an api client with an org role, or with none (`None`: it reads only what it is
+    /// granted, from its first request on), for org admins; its token is in this answer only.
     pub async fn create_api_client(
         &self,
         ctx: &OrgContext,
         name: &str,
         email: Option<String>,
-        role: OrgRole,
+        role: Option<OrgRole>,
     ) -> Result<ApiClientView> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
         if name.trim().is_empty() || name.len() > 128 || name.chars().any(char::is_control) {

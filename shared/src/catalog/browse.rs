@@ -9,7 +9,7 @@ use iceberg::spec::TableMetadata;
 use super::{Catalog, OrgContext};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::Result;
-use crate::model::{NamespaceRow, Visibility};
+use crate::model::{NamespaceRow, TableRow, Visibility};
 use crate::store::rows::keys;
 
 /// A namespace as a reader sees it in a listing.
@@ -41,17 +41,45 @@ impl Catalog {
                 },
             )
             .await?;
-        Ok(found
-            .into_iter()
-            .map(|ns| NamespaceSummary {
+        let mut summaries = Vec::with_capacity(found.len());
+        for ns in found {
+            let table_count = self.listed_table_count(ctx, &ns).await?;
+            summaries.push(NamespaceSummary {
                 name: ns.name,
                 visibility: ns.visibility,
                 bucket: ns.bucket,
                 description: ns.description,
-                table_count: ns.table_count,
+                table_count,
                 created_ms: ns.created_ms,
-            })
-            .collect())
+            });
+        }
+        Ok(summaries)
+    }
+
+    /// How many tables listTables shows the caller in `ns`: all of them, or, where it reads
+    /// only what table grants give it, those it may read.
+    async fn listed_table_count(&self, ctx: &OrgContext, ns: &NamespaceRow) -> Result<u64> {
+        if ctx.access.reads_every_table(ns) {
+            return Ok(ns.table_count);
+        }
+        let readable: Vec<TableRow> = self
+            .collect_rows(
+                &keys::namespace_partition(&ns.id),
+                keys::TABLE_PREFIX,
+                None,
+                usize::MAX,
+                |t: &TableRow| {
+                    ctx.access.allows(
+                        Resource::Table {
+                            namespace: ns,
+                            table: &t.name,
+                        },
+                        Action::Read,
+                    )
+                },
+            )
+            .await?;
+        Ok(readable.len() as u64)
     }
 
     /// A table's current metadata, parsed (and cached parsed, as commits use it), for a caller

@@ -454,11 +454,7 @@ impl Catalog {
     }
 
     async fn check_public_storage(&self, ctx: &OrgContext, ns: &NamespaceRow) -> Result<()> {
-        let refuse = |what: &str| {
-            CatalogError::BadRequest(format!(
-                "A public namespace needs storage that vends credentials through a customer-managed role; {what} does not"
-            ))
-        };
+        let refuse = public_storage_refused;
         let bucket = self.usable_bucket(&ctx.org.name, &ns.bucket).await?;
         if !vends_through_role(&bucket) {
             return Err(refuse(&format!("bucket '{}'", ns.bucket)));
@@ -488,10 +484,17 @@ impl Catalog {
     }
 }
 
+/// The refusal of storage a public namespace may not use; `what` names it.
+pub(super) fn public_storage_refused(what: &str) -> CatalogError {
+    CatalogError::BadRequest(format!(
+        "A public namespace needs storage that vends credentials through a customer-managed role; {what} does not"
+    ))
+}
+
 /// Storage a public namespace may use: credentials vended through a customer-managed role or
 /// downscoped from the catalog's service account (GCS), or a local directory of `floe serve`,
 /// which vends nothing.
-fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
+pub(super) fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
     match bucket.auth {
         // Downscoped tokens, as a role's session policy scopes S3 credentials.
         BucketAuth::CustomerManagedRole { .. } | BucketAuth::ServiceAccount => true,

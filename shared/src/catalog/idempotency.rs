@@ -16,9 +16,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Catalog;
+use super::{Catalog, OrgContext};
+use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
-use crate::store::rows;
+use crate::model::NamespaceRow;
+use crate::store::rows::{self, keys};
 use crate::store::{Condition, Key, StoreError, Write};
 
 /// How long a client may retry with one key, as `/v1/config` advertises it (the spec's
@@ -84,6 +86,19 @@ pub enum Replay {
     Applied {
         answer: Option<String>,
     },
+}
+
+/// What a keyed request acted on: its replay is authorized for the action the request needed
+/// there, as a fresh request would be.
+#[derive(Debug, Clone, Copy)]
+pub enum Replayed<'a> {
+    /// Creating a namespace: write on the catalog.
+    Catalog,
+    /// Dropping a namespace, changing its properties, creating or renaming a table in it:
+    /// write on the namespace.
+    Namespace(&'a str),
+    /// Committing to or dropping a table: write on the table.
+    Table { namespace: &'a str, table: &'a str },
 }
 
 /// A key this request holds, shared with the operation's change write.
@@ -159,6 +174,39 @@ pub fn validate_key(key: &str) -> Result<()> {
 }
 
 impl Catalog {
+    /// Refuses the replay of a keyed answer to a caller that may no longer take the action its
+    /// request took (a grant removed, a role lowered): a stored answer is never a way around
+    /// authorization. A namespace dropped since is judged by its soft-deleted row; one purged
+    /// since, by the org role.
+    pub async fn authorize_replay(&self, ctx: &OrgContext, about: Replayed<'_>) -> Result<()> {
+        let namespace = |name: &str| {
+            let key = keys::namespace(&ctx.org.name, name);
+            async move { rows::get::<NamespaceRow>(&*self.store, &key).await }
+        };
+        let access = &ctx.access;
+        match about {
+            Replayed::Catalog => authorize(access, Resource::Catalog, Action::Write),
+            Replayed::Namespace(name) => match namespace(name).await? {
+                Some(ns) => authorize(access, Resource::Namespace(&ns.row), Action::Write),
+                None => authorize(access, Resource::Catalog, Action::Write),
+            },
+            Replayed::Table {
+                namespace: name,
+                table,
+            } => match namespace(name).await? {
+                Some(ns) => authorize(
+                    access,
+                    Resource::Table {
+                        namespace: &ns.row,
+                        table,
+                    },
+                    Action::Write,
+                ),
+                None => authorize(access, Resource::Catalog, Action::Write),
+            },
+        }
+    }
+
     /// How long clients may retry with one key; `None`: keys are not supported (not advertised,
     /// and ignored).
     pub fn idempotency_lifetime(&self) -> Option<Duration> {

@@ -60,7 +60,9 @@ impl Catalog {
         override_bucket: Option<&str>,
     ) -> Result<Placement> {
         if let Some(nickname) = override_bucket {
-            return self.place_on_override(ctx, name, requested, nickname).await;
+            return self
+                .place_on_override(ctx, ns, name, requested, nickname)
+                .await;
         }
         let bucket = self.usable_bucket(&ctx.org.name, &ns.bucket).await?;
         let (segment, location) = match requested {
@@ -87,11 +89,20 @@ impl Catalog {
     async fn place_on_override(
         &self,
         ctx: &OrgContext,
+        ns: &NamespaceRow,
         name: &str,
         requested: Option<&str>,
         nickname: &str,
     ) -> Result<Placement> {
         let bucket = self.usable_bucket(&ctx.org.name, nickname).await?;
+        // The storage rule of public namespaces holds for every table, not only those there
+        // when the namespace went public: `ns` is the row this create's write is conditioned
+        // on, so a concurrent visibility change either sees this table or makes it retry.
+        if crate::authz::is_public(ns) && !super::grants::vends_through_role(&bucket) {
+            return Err(super::grants::public_storage_refused(&format!(
+                "the storage override of table '{name}' (bucket '{nickname}')"
+            )));
+        }
         let objects = self.objects_for(&bucket).await?;
         let id = uuid::Uuid::now_v7().to_string();
         let owner = MarkerOwner {

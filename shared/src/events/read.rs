@@ -5,6 +5,9 @@
 //! where it may administer them, as the management API shows grants. Its position is an opaque
 //! token (the last sequence number it was shown or skipped); a token whose next event is past
 //! the retention is 410 Gone: events were lost to it, and it must start again.
+//!
+//! A table is known to events by its uuid: a table grant (on a name) shows the events of the
+//! table that holds the name now, never those of a dropped table that held it before.
 
 use std::collections::HashMap;
 
@@ -14,7 +17,7 @@ use super::{ChangeEvent, Kind, outbox};
 use crate::authz::Action;
 use crate::catalog::{Catalog, OrgContext};
 use crate::error::{CatalogError, Result};
-use crate::model::{NamespaceRow, OrgRole};
+use crate::model::{NamespaceRow, OrgRole, TableRow};
 use crate::store::rows::{self, keys};
 
 /// The default and the largest page.
@@ -63,6 +66,7 @@ impl Catalog {
         let mut events = Vec::new();
         let mut scanned = 0;
         let mut namespaces = Namespaces::default();
+        let mut holders = Holders::default();
         'pages: while events.len() < limit && scanned < MAX_SCANNED && position < last {
             let items = outbox::events_after(&*self.store, org, position, BATCH).await?;
             if items.is_empty() {
@@ -81,7 +85,11 @@ impl Catalog {
                 }
                 position = sequence;
                 scanned += 1;
-                if !expired && self.may_see(ctx, &event, &mut namespaces).await? {
+                if !expired
+                    && self
+                        .may_see(ctx, &event, &mut namespaces, &mut holders)
+                        .await?
+                {
                     events.push(event);
                 }
                 if events.len() >= limit || scanned >= MAX_SCANNED {
@@ -105,6 +113,7 @@ impl Catalog {
         ctx: &OrgContext,
         event: &ChangeEvent,
         namespaces: &mut Namespaces,
+        holders: &mut Holders,
     ) -> Result<bool> {
         let data = &event.data;
         if ctx.access.service_admin || ctx.access.org_role == Some(OrgRole::Admin) {
@@ -119,6 +128,29 @@ impl Catalog {
                 .effective_by_id(&data.namespace_uuid, public, table)
                 .is_some_and(|held| held >= action)
         };
+        // Read on the table `uuid` that the event names `table`: on every table of the
+        // namespace, or through a grant on a name while that table holds it.
+        let reads_table = async |table: &str, holders: &mut Holders| -> Result<bool> {
+            if access
+                .on_every_table_by_id(&data.namespace_uuid, public)
+                .is_some_and(|held| held >= Action::Read)
+            {
+                return Ok(true);
+            }
+            if access
+                .table_grant_by_id(&data.namespace_uuid, table)
+                .is_none_or(|held| held < Action::Read)
+            {
+                return Ok(false);
+            }
+            let Some(uuid) = data.table_uuid.as_deref() else {
+                return Ok(false);
+            };
+            Ok(holders
+                .holder(self, &data.namespace_uuid, table)
+                .await?
+                .is_some_and(|holder| holder == uuid))
+        };
         Ok(match event.kind {
             Kind::GrantChanged => {
                 on(None, Action::Manage)
@@ -129,15 +161,41 @@ impl Catalog {
                         .is_some_and(|table| on(Some(table), Action::Manage))
             }
             Kind::VisibilityChanged => on(None, Action::Manage),
-            Kind::TableRenamed => {
-                on(data.table.as_deref(), Action::Read)
-                    || data
-                        .renamed_to
-                        .as_ref()
-                        .is_some_and(|to| on(Some(&to.table), Action::Read))
-            }
-            _ => on(data.table.as_deref(), Action::Read),
+            _ => match data.table.as_deref() {
+                None => on(None, Action::Read),
+                Some(table) => {
+                    reads_table(table, holders).await?
+                        || match (&event.kind, &data.renamed_to) {
+                            (Kind::TableRenamed, Some(to)) => {
+                                reads_table(&to.table, holders).await?
+                            }
+                            _ => false,
+                        }
+                }
+            },
         })
+    }
+}
+
+/// Tables looked up for one page: the uuid of the live table holding each name (by namespace
+/// id), if any.
+#[derive(Default)]
+struct Holders(HashMap<(String, String), Option<String>>);
+
+impl Holders {
+    async fn holder(
+        &mut self,
+        catalog: &Catalog,
+        namespace_id: &str,
+        table: &str,
+    ) -> Result<Option<&str>> {
+        let key = (namespace_id.to_owned(), table.to_owned());
+        if !self.0.contains_key(&key) {
+            let row =
+                rows::get::<TableRow>(&*catalog.store, &keys::table(namespace_id, table)).await?;
+            self.0.insert(key.clone(), row.map(|t| t.row.id));
+        }
+        Ok(self.0.get(&key).and_then(|id| id.as_deref()))
     }
 }
 

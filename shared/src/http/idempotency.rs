@@ -16,7 +16,8 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap, body_too_large};
 use super::handlers::{json_with_tag, table_options, table_response};
-use crate::catalog::idempotency::{Claim, KeyClaim, Recorded, Replay};
+use crate::catalog::OrgContext;
+use crate::catalog::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
 use crate::error::CatalogError;
 use crate::model::Principal;
 use crate::routes::Operation;
@@ -159,7 +160,53 @@ async fn finish(
     Response::from_parts(parts, Body::from(bytes))
 }
 
-/// The answer to a retry of a request that already happened.
+/// The caller's standing for a replay, refused as a fresh request would be when it may no
+/// longer take the action the request took.
+async fn authorized_replay(
+    state: &AppState,
+    operation: Operation,
+    parts: &mut Parts,
+    principal: &Principal,
+    body: &[u8],
+) -> Result<OrgContext, CatalogError> {
+    let params = Params::from_request_parts(parts, state).await?;
+    let ctx = state
+        .catalog
+        .org_context(principal, params.prefix()?)
+        .await?;
+    let namespace = params.namespace();
+    let table = params.table();
+    let source = match operation {
+        // A body the request could not be parsed from was answered 400 without acting.
+        Operation::RenameTable => serde_json::from_slice::<crate::types::RenameTableRequest>(body)
+            .ok()
+            .and_then(|r| {
+                crate::catalog::names::single_level(&r.source.namespace)
+                    .ok()
+                    .map(str::to_owned)
+            }),
+        _ => None,
+    };
+    let about = match operation {
+        Operation::CreateNamespace => Some(Replayed::Catalog),
+        Operation::DropNamespace
+        | Operation::UpdateNamespaceProperties
+        | Operation::CreateTable => namespace.as_deref().ok().map(Replayed::Namespace),
+        Operation::RenameTable => source.as_deref().map(Replayed::Namespace),
+        Operation::CommitTable | Operation::DropTable => table
+            .as_ref()
+            .ok()
+            .map(|(namespace, table)| Replayed::Table { namespace, table }),
+        _ => None,
+    };
+    if let Some(about) = about {
+        state.catalog.authorize_replay(&ctx, about).await?;
+    }
+    Ok(ctx)
+}
+
+/// The answer to a retry of a request that already happened, for a caller that may still
+/// take the action the request took.
 async fn replay_answer(
     state: &AppState,
     operation: Operation,
@@ -168,6 +215,7 @@ async fn replay_answer(
     body: &[u8],
     replay: Replay,
 ) -> Result<Response, CatalogError> {
+    let ctx = authorized_replay(state, operation, parts, principal, body).await?;
     let stored = |status: u16, body: String| -> Response {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
         if body.is_empty() {
@@ -186,7 +234,7 @@ async fn replay_answer(
             answer: Some(answer),
         } => Ok(stored(200, answer)),
         Replay::Recorded(Recorded::Reload) | Replay::Applied { answer: None } => {
-            rebuild(state, operation, parts, principal, body).await
+            rebuild(state, operation, parts, &ctx, body).await
         }
     }
 }
@@ -197,18 +245,17 @@ async fn rebuild(
     state: &AppState,
     operation: Operation,
     parts: &mut Parts,
-    principal: &Principal,
+    ctx: &OrgContext,
     body: &[u8],
 ) -> Result<Response, CatalogError> {
     let params = Params::from_request_parts(parts, state).await?;
     let catalog = &state.catalog;
-    let ctx = catalog.org_context(principal, params.prefix()?).await?;
     match operation {
         Operation::CreateNamespace => {
             let request: crate::types::CreateNamespaceRequest = serde_json::from_slice(body)
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
             let name = crate::catalog::names::single_level(&request.namespace)?;
-            Ok(Json(catalog.load_namespace(&ctx, name).await?).into_response())
+            Ok(Json(catalog.load_namespace(ctx, name).await?).into_response())
         }
         Operation::CreateTable => {
             let request: crate::types::CreateTableRequest = serde_json::from_slice(body)
@@ -216,14 +263,14 @@ async fn rebuild(
             let query = QueryMap::from_request_parts(parts, state).await?;
             let options = table_options(&parts.headers, &query)?;
             let loaded = catalog
-                .load_table(&ctx, &params.namespace()?, &request.name, options)
+                .load_table(ctx, &params.namespace()?, &request.name, options)
                 .await?;
             Ok(table_response(loaded))
         }
         Operation::CommitTable => {
             let (namespace, table) = params.table()?;
             let loaded = catalog
-                .load_table(&ctx, &namespace, &table, Default::default())
+                .load_table(ctx, &namespace, &table, Default::default())
                 .await?;
             let answer = CommitTableResponse {
                 metadata_location: loaded.metadata_location.unwrap_or_default(),

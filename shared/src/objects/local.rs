@@ -42,6 +42,49 @@ impl LocalObjectStore {
         }
         Ok(path.to_path_buf())
     }
+
+    /// [`Self::path_of`], for the blocking task that uses it: the check that no component
+    /// below the root is a symbolic link runs there, next to the operation.
+    fn checked(&self, location: &str) -> Result<Checked, ObjectError> {
+        Ok(Checked {
+            root: self.root.clone(),
+            path: self.path_of(location)?,
+            location: location.to_owned(),
+        })
+    }
+}
+
+/// A path inside the root, to be checked for links where it is used.
+struct Checked {
+    root: PathBuf,
+    path: PathBuf,
+    location: String,
+}
+
+impl Checked {
+    /// Refuses the path when a component below the root is a symbolic link: the store's
+    /// objects are the warehouse's own files, never what a link points at (outside the
+    /// warehouse, or another table's file). Components that do not exist yet are fine.
+    fn without_links(&self) -> Result<&Path, ObjectError> {
+        let below = self
+            .path
+            .strip_prefix(&self.root)
+            .map_err(|_| ObjectError::OutsideStore(self.location.clone()))?;
+        let mut at = self.root.clone();
+        for component in below.components() {
+            at.push(component);
+            match std::fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    tracing::warn!(location = %self.location, "refused a path through a symbolic link");
+                    return Err(ObjectError::OutsideStore(self.location.clone()));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(e) => return Err(io_err(&self.location, e)),
+            }
+        }
+        Ok(&self.path)
+    }
 }
 
 fn io_err(location: &str, e: std::io::Error) -> ObjectError {
@@ -67,24 +110,41 @@ async fn blocking<T: Send + 'static>(
 #[async_trait]
 impl ObjectStore for LocalObjectStore {
     async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
-        let path = self.path_of(location)?;
-        let loc = location.to_owned();
-        blocking(location, move || match std::fs::read(&path) {
-            Ok(bytes) => Ok(Bytes::from(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ObjectError::NotFound(loc)),
-            Err(e) => Err(io_err(&loc, e)),
+        let checked = self.checked(location)?;
+        blocking(location, move || {
+            let loc = &checked.location;
+            let path = checked.without_links()?;
+            let mut file = match std::fs::File::open(path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(ObjectError::NotFound(loc.clone()));
+                }
+                Err(e) => return Err(io_err(loc, e)),
+            };
+            // The file opened is the one checked: a link swapped in since is refused.
+            let opened = file.metadata().map_err(|e| io_err(loc, e))?;
+            let checked_now = std::fs::symlink_metadata(path).map_err(|e| io_err(loc, e))?;
+            if !same_file(&opened, &checked_now) {
+                return Err(ObjectError::OutsideStore(loc.clone()));
+            }
+            let mut bytes = Vec::with_capacity(opened.len() as usize);
+            std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| io_err(loc, e))?;
+            Ok(Bytes::from(bytes))
         })
         .await
     }
 
     async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError> {
-        let path = self.path_of(location)?;
-        let loc = location.to_owned();
+        let checked = self.checked(location)?;
         blocking(location, move || {
+            let loc = checked.location.clone();
+            let path = checked.without_links()?.to_path_buf();
             let dir = path
                 .parent()
                 .ok_or_else(|| ObjectError::OutsideStore(loc.clone()))?;
             std::fs::create_dir_all(dir).map_err(|e| io_err(&loc, e))?;
+            // Again with every directory made: none of them is a link either.
+            checked.without_links()?;
             // Write a complete temporary file, then hard-link it into place: linking fails if
             // the target exists, so a reader never sees a partial file and nothing is replaced.
             let mut tmp = tempfile_in(dir).map_err(|e| io_err(&loc, e))?;
@@ -104,9 +164,10 @@ impl ObjectStore for LocalObjectStore {
     }
 
     async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
-        let dir = self.path_of(prefix.trim_end_matches('/'))?;
+        let checked = self.checked(prefix.trim_end_matches('/'))?;
         let loc = prefix.to_owned();
         blocking(prefix, move || {
+            let dir = checked.without_links()?.to_path_buf();
             let mut found = Vec::new();
             let mut stack = vec![dir];
             while let Some(dir) = stack.pop() {
@@ -117,8 +178,11 @@ impl ObjectStore for LocalObjectStore {
                 };
                 for entry in entries {
                     let entry = entry.map_err(|e| io_err(&loc, e))?;
+                    // The entry's own type: a link is not followed, and not an object.
                     let kind = entry.file_type().map_err(|e| io_err(&loc, e))?;
-                    if kind.is_dir() {
+                    if kind.is_symlink() {
+                        tracing::warn!(location = %file_url(&entry.path()), "left a symbolic link out of a listing");
+                    } else if kind.is_dir() {
                         stack.push(entry.path());
                     } else if !is_temporary(&entry.path()) {
                         found.push(file_url(&entry.path()));
@@ -136,20 +200,30 @@ impl ObjectStore for LocalObjectStore {
     async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
         let paths = locations
             .iter()
-            .map(|l| self.path_of(l).map(|p| (l.clone(), p)))
+            .map(|l| self.checked(l))
             .collect::<Result<Vec<_>, _>>()?;
         blocking("delete", move || {
-            for (loc, path) in paths {
-                match std::fs::remove_file(&path) {
+            // Every location is checked before any is deleted.
+            for checked in &paths {
+                checked.without_links()?;
+            }
+            for checked in &paths {
+                match std::fs::remove_file(&checked.path) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_err(&loc, e)),
+                    Err(e) => return Err(io_err(&checked.location, e)),
                 }
             }
             Ok(())
         })
         .await
     }
+}
+
+/// Whether two metadata describe one file (same device and inode).
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 const TMP_MARKER: &str = ".floe-tmp-";
@@ -234,6 +308,65 @@ mod tests {
             store.get(&loc).await,
             Err(ObjectError::NotFound(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn symlinks_below_the_root_are_refused_for_every_operation() {
+        let dir = tempfile::tempdir().unwrap();
+        let warehouse = dir.path().join("wh");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(warehouse.join("ns/t/metadata")).unwrap();
+        std::fs::create_dir_all(warehouse.join("ns/other/data")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), b"outside").unwrap();
+        std::fs::write(warehouse.join("ns/other/data/f.parquet"), b"other").unwrap();
+        let store = LocalObjectStore::new(warehouse.clone());
+        let root = file_url(&warehouse);
+        // A file link to outside the warehouse, one to another table's file, and a directory
+        // link to outside the warehouse.
+        std::os::unix::fs::symlink(outside.join("secret"), warehouse.join("ns/t/metadata/a"))
+            .unwrap();
+        std::os::unix::fs::symlink(
+            warehouse.join("ns/other/data/f.parquet"),
+            warehouse.join("ns/t/metadata/b"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&outside, warehouse.join("ns/t/data")).unwrap();
+        let refused = |r: Result<(), ObjectError>, what: &str| {
+            assert!(
+                matches!(r, Err(ObjectError::OutsideStore(_))),
+                "{what}: {r:?}"
+            );
+        };
+        for link in ["ns/t/metadata/a", "ns/t/metadata/b", "ns/t/data/secret"] {
+            let loc = format!("{root}/{link}");
+            refused(store.get(&loc).await.map(drop), &loc);
+            refused(store.delete(std::slice::from_ref(&loc)).await, &loc);
+        }
+        refused(
+            store
+                .put_if_absent(&format!("{root}/ns/t/data/new"), Bytes::from_static(b"x"))
+                .await,
+            "put through a directory link",
+        );
+        assert!(!outside.join("new").exists());
+        refused(
+            store
+                .list(&format!("{root}/ns/t/data/"), 10)
+                .await
+                .map(drop),
+            "list through a directory link",
+        );
+        // Listing the table's directory names no link (nor what is behind one).
+        let listed = store.list(&format!("{root}/ns/t/"), 10).await.unwrap();
+        assert!(listed.is_empty(), "{listed:?}");
+        // The targets are untouched; the warehouse's own files still work.
+        assert!(outside.join("secret").exists());
+        let other = format!("{root}/ns/other/data/f.parquet");
+        assert_eq!(
+            store.get(&other).await.unwrap(),
+            Bytes::from_static(b"other")
+        );
     }
 
     #[tokio::test]

@@ -66,7 +66,9 @@ pub struct ApiClientRow {
     pub id: String,
     pub name: String,
     pub email: Option<String>,
-    pub role: OrgRole,
+    /// `None`: a grant-only client, member of no org.
+    #[serde(default)]
+    pub role: Option<OrgRole>,
     pub token_hash: String,
     pub created_ms: u64,
 }
