@@ -128,8 +128,10 @@ async fn a_run_killed_midway_is_finished_by_the_next() {
     assert_eq!(report.purged, vec![format!("{ORG}/halfway")]);
     assert!(c.files_under(&location).await.is_empty());
 
-    // A run killed after emptying the prefix but before removing the rows.
+    // A run killed after emptying the prefix but before removing the rows. Expired from a
+    // time taken after its drop: however long the first part took, it is past the period.
     let location = dropped_namespace_with_files(&c, "emptied").await;
+    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let files = c.files_under(&location).await;
     c.delete_files(&files).await;
     let report = c
