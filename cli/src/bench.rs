@@ -12,6 +12,7 @@
 //! signed-in session, so the figures are the page's own cost (session check, metadata, render).
 
 mod cost;
+mod signing;
 
 use std::time::{Duration, Instant};
 
@@ -179,6 +180,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
     }
     let _private: Option<tempfile::TempDir>;
     let mut meter: Option<Meter> = None;
+    let mut private_catalog = None;
     let (base, token, warehouse) = match (&args.url, &args.token) {
         (Some(url), Some(token)) => {
             _private = None;
@@ -191,8 +193,9 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         (Some(_), None) => return Err("--url needs --token (or FLOE_TOKEN)".into()),
         (None, _) => {
             let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let (url, token, counting) = start_private_catalog(dir.path()).await?;
+            let (url, token, counting, catalog) = start_private_catalog(dir.path()).await?;
             meter = Some(counting);
+            private_catalog = Some(catalog);
             _private = Some(dir);
             (url, token, "demo".to_owned())
         }
@@ -241,6 +244,12 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             measure_commits(&http, &table_path, &args, &mut table, meter.as_ref()).await?;
         results.push((size, loads, commits));
     }
+    let mut signed = match &private_catalog {
+        Some(catalog) => {
+            Some(measure_signing(&http, catalog, &table_path, &args, meter.as_ref()).await?)
+        }
+        None => None,
+    };
     println!(
         "floe bench: {} ({} measured requests per row, {} warm-up)",
         http.base, args.iterations, args.warmup
@@ -260,11 +269,17 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
             print_usage(usage);
         }
     }
+    if let Some(signed) = &mut signed {
+        signed.summary.print("signRequest, one storage GET");
+        if let Some(usage) = &signed.usage {
+            print_usage(usage);
+        }
+    }
     if let Some(throughput) = throughput {
         throughput.print(&args);
     }
     if args.cost {
-        print_costs(&results);
+        print_costs(&results, signed.as_ref());
     }
     Ok(())
 }
@@ -365,8 +380,8 @@ impl Growth {
     }
 }
 
-/// Single appends at the table's current size.
-struct Commits {
+/// Latencies of one kind of request and, in the private catalog, what they used.
+struct Measured {
     summary: Summary,
     usage: Option<Usage>,
 }
@@ -377,7 +392,7 @@ async fn measure_commits(
     args: &BenchArgs,
     table: &mut Growth,
     meter: Option<&Meter>,
-) -> Result<Commits, String> {
+) -> Result<Measured, String> {
     let count = args.commits.unwrap_or(args.iterations);
     let mut summary = Summary {
         name: "commit",
@@ -402,7 +417,54 @@ async fn measure_commits(
     let usage = meter
         .zip(used)
         .map(|(m, before)| m.read().since(&before, count, bytes));
-    Ok(Commits { summary, usage })
+    Ok(Measured { summary, usage })
+}
+
+/// Signing of one storage request (a data file GET) on a second table of the bench's
+/// namespace, moved onto a bucket with static keys.
+async fn measure_signing(
+    http: &Http,
+    catalog: &floe::catalog::Catalog,
+    table_path: &str,
+    args: &BenchArgs,
+    meter: Option<&Meter>,
+) -> Result<Measured, String> {
+    let tables = table_path.rsplit_once('/').ok_or("no table path")?.0;
+    http.expect(
+        Method::POST,
+        tables,
+        Some(
+            json!({"name": "signed", "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "id", "type": "long", "required": true}]}}),
+        ),
+        StatusCode::OK,
+    )
+    .await?;
+    let (path, request) =
+        signing::move_onto_static_keys(catalog, &format!("{tables}/signed")).await?;
+    let mut summary = Summary {
+        name: "signRequest",
+        samples: Vec::with_capacity(args.iterations),
+    };
+    let mut bytes = 0;
+    let mut used = None;
+    for i in 0..(args.warmup + args.iterations) {
+        if i == args.warmup {
+            used = meter.map(Meter::read);
+        }
+        let started = Instant::now();
+        let answer = http
+            .expect(Method::POST, &path, Some(request.clone()), StatusCode::OK)
+            .await?;
+        if i >= args.warmup {
+            summary.samples.push(started.elapsed());
+        }
+        bytes = answer.len();
+    }
+    let usage = meter
+        .zip(used)
+        .map(|(m, before)| m.read().since(&before, args.iterations, bytes));
+    Ok(Measured { summary, usage })
 }
 
 fn print_usage(usage: &Usage) {
@@ -421,7 +483,7 @@ fn print_usage(usage: &Usage) {
     );
 }
 
-fn print_costs(results: &[(usize, Vec<Variant>, Commits)]) {
+fn print_costs(results: &[(usize, Vec<Variant>, Measured)], signed: Option<&Measured>) {
     println!("cost per million operations on AWS (floe bench --cost):");
     println!(
         "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -455,6 +517,9 @@ fn print_costs(results: &[(usize, Vec<Variant>, Commits)]) {
         if let Some(usage) = &commits.usage {
             row(format!("commit, {size}"), usage);
         }
+    }
+    if let Some(usage) = signed.and_then(|s| s.usage.as_ref()) {
+        row("signRequest (per storage request)".into(), usage);
     }
     println!("{}", cost::assumptions());
 }
@@ -871,7 +936,9 @@ async fn start_plain_catalog(dir: &std::path::Path) -> Result<(String, String), 
     Ok((format!("http://{addr}/iceberg"), token))
 }
 
-async fn start_private_catalog(dir: &std::path::Path) -> Result<(String, String, Meter), String> {
+async fn start_private_catalog(
+    dir: &std::path::Path,
+) -> Result<(String, String, Meter, Arc<floe::catalog::Catalog>), String> {
     let token = floe::auth::generate_token();
     let meter = Meter {
         store: Arc::default(),
@@ -891,8 +958,8 @@ async fn start_private_catalog(dir: &std::path::Path) -> Result<(String, String,
     let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), wraps)
         .await
         .map_err(|e| e.to_string())?;
-    let addr = serve_on_loopback(floe::http::full_router(catalog)).await?;
-    Ok((format!("http://{addr}/iceberg"), token, meter))
+    let addr = serve_on_loopback(floe::http::full_router(catalog.clone())).await?;
+    Ok((format!("http://{addr}/iceberg"), token, meter, catalog))
 }
 
 /// Serves `app` on a free 127.0.0.1 port for the rest of the run.

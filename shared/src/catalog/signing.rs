@@ -126,7 +126,7 @@ impl Catalog {
         let (name, key) = parse_s3_url(directory).ok_or_else(|| {
             CatalogError::BadRequest("Remote signing is offered for S3 tables only".into())
         })?;
-        let config: BTreeMap<String, String> = self.vendor.storage_config(bucket);
+        let config = self.s3_settings(bucket);
         Ok((
             s3::Target {
                 bucket: name.to_owned(),
@@ -135,6 +135,31 @@ impl Catalog {
             },
             key.trim_end_matches('/').to_owned(),
         ))
+    }
+}
+
+impl Catalog {
+    /// What engines are told to reach a static-key bucket (endpoint, region, addressing): the
+    /// vendor's settings, else the configuration's own (a server without S3 vending).
+    pub(super) fn s3_settings(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
+        let mut config = self.vendor.storage_config(bucket);
+        if let Some(endpoint) = &bucket.endpoint {
+            config
+                .entry("s3.endpoint".into())
+                .or_insert_with(|| endpoint.clone());
+            config
+                .entry("s3.path-style-access".into())
+                .or_insert_with(|| bucket.path_style.to_string());
+        }
+        if let Some(region) = &bucket.region {
+            config
+                .entry("s3.region".into())
+                .or_insert_with(|| region.clone());
+            config
+                .entry("client.region".into())
+                .or_insert_with(|| region.clone());
+        }
+        config
     }
 }
 

@@ -634,7 +634,7 @@ impl Catalog {
             if let Some(refused) = self.refused_delivery(ctx, at.ns, at.bucket, at.name, options) {
                 return Err(refused);
             }
-            let mut config = self.vendor.storage_config(at.bucket);
+            let mut config = self.s3_settings(at.bucket);
             config.extend(crate::signing::client_config(&crate::signing::endpoint(
                 &ctx.org.name,
                 &at.ns.name,
