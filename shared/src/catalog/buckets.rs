@@ -92,6 +92,9 @@ impl Catalog {
     ) -> Result<BucketView> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
         let row = bucket_row(request)?;
+        if let Some(endpoint) = &row.endpoint {
+            check_endpoint(endpoint, self.private_endpoints).await?;
+        }
         if matches!(row.auth, BucketAuth::Hmac { .. }) {
             secrets::required(self.sealer())
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
@@ -234,26 +237,8 @@ impl Catalog {
     }
 
     /// The row as stored: static keys' secret sealed, never in plain text.
-    async fn sealed(&self, mut row: BucketRow) -> Result<BucketRow> {
-        if let BucketAuth::Hmac {
-            access_key_id,
-            secret_access_key,
-        } = row.auth
-        {
-            let sealer = secrets::required(self.sealer())
-                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
-            let sealed = sealer
-                .seal(secret_access_key.as_bytes())
-                .await
-                .map_err(|e| CatalogError::Internal(format!("Cannot seal the secret: {e}")))?;
-            row.auth = BucketAuth::SealedHmac {
-                access_key_id,
-                sealed_secret: serde_json::to_value(&sealed).map_err(|e| {
-                    CatalogError::Internal(format!("Cannot store the sealed secret: {e}"))
-                })?,
-            };
-        }
-        Ok(row)
+    async fn sealed(&self, row: BucketRow) -> Result<BucketRow> {
+        sealed(self.sealer(), row).await
     }
 
     /// A stored row ready for use: a sealed secret opened, in memory only.
@@ -294,26 +279,52 @@ impl Catalog {
             })
     }
 
-    /// Lists one key under the configuration's root with its credentials: a clear 400 naming
-    /// what failed when the bucket cannot be reached.
+    /// Lists one key under the configuration's root with its credentials: a clear 400 when the
+    /// bucket cannot be reached, with the storage error code only (what the endpoint answered
+    /// is logged, never answered).
     async fn probe(&self, row: &BucketRow) -> Result<()> {
-        let unreachable = |why: String| {
+        let objects = self.objects.for_bucket(row).await.map_err(|e| {
             CatalogError::BadRequest(format!(
-                "Bucket '{}' is not reachable with the given auth: {why}",
+                "Bucket '{}' is not reachable with the given auth: {e}",
                 row.root
             ))
-        };
-        let objects = self
-            .objects
-            .for_bucket(row)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
-        objects
-            .list(&row.root, 1)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        })?;
+        objects.list(&row.root, 1).await.map_err(|e| {
+            CatalogError::BadRequest(format!(
+                "Bucket '{}' is not reachable with the given auth (storage error {})",
+                row.root,
+                e.code()
+            ))
+        })?;
         Ok(())
     }
+}
+
+/// A bucket row as stored: static keys' secret sealed with `sealer`, never in plain text (a
+/// 400 naming the setting when the deployment cannot seal).
+pub(crate) async fn sealed(
+    sealer: Option<&dyn secrets::SecretSealer>,
+    mut row: BucketRow,
+) -> Result<BucketRow> {
+    if let BucketAuth::Hmac {
+        access_key_id,
+        secret_access_key,
+    } = row.auth
+    {
+        let sealer =
+            secrets::required(sealer).map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+        let sealed = sealer
+            .seal(secret_access_key.as_bytes())
+            .await
+            .map_err(|e| CatalogError::Internal(format!("Cannot seal the secret: {e}")))?;
+        row.auth = BucketAuth::SealedHmac {
+            access_key_id,
+            sealed_secret: serde_json::to_value(&sealed).map_err(|e| {
+                CatalogError::Internal(format!("Cannot store the sealed secret: {e}"))
+            })?,
+        };
+    }
+    Ok(row)
 }
 
 /// The row a request describes, checked.
@@ -347,13 +358,6 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
             )));
         }
     };
-    if let Some(endpoint) = &endpoint
-        && !(endpoint.starts_with("https://") || endpoint.starts_with("http://"))
-    {
-        return Err(CatalogError::BadRequest(format!(
-            "Invalid endpoint '{endpoint}': use an http(s) URL"
-        )));
-    }
     // GCS names may also hold '_'.
     let underscore = platform == Platform::Gcs;
     let valid_bucket = (3..=63).contains(&request.bucket.len())
@@ -443,6 +447,57 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
         region,
         path_style: request.path_style,
     })
+}
+
+/// An endpoint the catalog may send storage requests to: an `https` URL of a public host, or
+/// (with FLOE_ALLOW_PRIVATE_ENDPOINTS) also plain `http` and loopback, private, link-local and
+/// metadata addresses. A name is resolved now and refused when any of its addresses is
+/// internal. Credentials in the URL are refused and never repeated.
+async fn check_endpoint(endpoint: &str, private_allowed: bool) -> Result<()> {
+    let invalid = |why: &str| CatalogError::BadRequest(format!("Invalid endpoint: {why}"));
+    let url = url::Url::parse(endpoint).map_err(|_| invalid("use an https:// URL"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("it must not hold credentials"));
+    }
+    match url.scheme() {
+        "https" => {}
+        "http" if private_allowed => {}
+        "http" => {
+            return Err(invalid(
+                "use an https:// URL (plain http only where the server allows private endpoints)",
+            ));
+        }
+        _ => return Err(invalid("use an https:// URL")),
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("it must not have a query or fragment"));
+    }
+    if private_allowed {
+        return Ok(());
+    }
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addresses: Vec<std::net::IpAddr> = match url.host() {
+        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
+        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
+        Some(url::Host::Domain(name)) => match tokio::net::lookup_host((name, port)).await {
+            Ok(found) => found.map(|a| a.ip()).collect(),
+            Err(e) => {
+                tracing::info!(host = name, error = %e, "bucket endpoint does not resolve");
+                return Err(invalid(&format!("host '{name}' does not resolve")));
+            }
+        },
+        None => return Err(invalid("it names no host")),
+    };
+    if addresses.is_empty() {
+        return Err(invalid("its host has no address"));
+    }
+    if addresses.iter().any(|ip| crate::outbound::is_internal(*ip)) {
+        return Err(invalid(&format!(
+            "'{}' is a loopback, private, link-local or metadata address (allowed only where the server allows private endpoints)",
+            url.host_str().unwrap_or_default()
+        )));
+    }
+    Ok(())
 }
 
 /// The external id a customer's trust policy must name: random, unguessable.
