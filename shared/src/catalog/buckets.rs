@@ -108,6 +108,9 @@ impl Catalog {
         if row.auth != BucketAuth::Anonymous {
             self.probe(&row).await?;
         }
+        if row.platform == Platform::Gcs && row.auth == BucketAuth::ServiceAccount {
+            self.check_ownership(&ctx.org.name, &row).await?;
+        }
         let row = self.sealed(row).await?;
         match self
             .store
@@ -279,6 +282,32 @@ impl Catalog {
             })
     }
 
+    /// A GCS bucket is reached with the catalog's own Google identity, which may reach other
+    /// tenants' buckets too: an org adds one only after writing, under the configuration's
+    /// root, the ownership object with the value derived from the org and the root. A 400 names
+    /// both when it is missing or says anything else.
+    async fn check_ownership(&self, org: &str, row: &BucketRow) -> Result<()> {
+        let location = crate::objects::join(&row.root, OWNERSHIP_OBJECT);
+        let expected = ownership_value(org, &row.root);
+        let unproven = |found: &str| {
+            CatalogError::BadRequest(format!(
+                "Bucket '{}' is not shown to be this org's ({found}). Write the object {location} holding only the value {expected} and add the configuration again",
+                row.root
+            ))
+        };
+        let objects = self.objects_for(row).await?;
+        match objects.get(&location).await {
+            Ok(bytes) if String::from_utf8_lossy(&bytes).trim() == expected => Ok(()),
+            Ok(_) => Err(unproven("the ownership object holds another value")),
+            Err(crate::objects::ObjectError::NotFound(_)) => Err(unproven("no ownership object")),
+            Err(e) => Err(CatalogError::BadRequest(format!(
+                "Bucket '{}' is not reachable with the given auth (storage error {})",
+                row.root,
+                e.code()
+            ))),
+        }
+    }
+
     /// Lists one key under the configuration's root with its credentials: a clear 400 when the
     /// bucket cannot be reached, with the storage error code only (what the endpoint answered
     /// is logged, never answered).
@@ -298,6 +327,19 @@ impl Catalog {
         })?;
         Ok(())
     }
+}
+
+/// The object a GCS bucket configuration's root must hold before an org may add it, and what
+/// it must say (see [`ownership_value`]).
+pub const OWNERSHIP_OBJECT: &str = ".floe-ownership";
+
+/// What the ownership object of `root` must hold for `org`: derived from both, so the proof one
+/// org wrote never admits another. It needs no secret: the proof is that the customer could
+/// write into the bucket, which the catalog's own identity reaching it does not show (the
+/// catalog writes no such object, and nobody gets tokens for a bucket before it is added).
+pub fn ownership_value(org: &str, root: &str) -> String {
+    let digest = super::metadata::sha256_hex(format!("floe-ownership/1\n{org}\n{root}").as_bytes());
+    format!("floe-ownership-{}", &digest[..32])
 }
 
 /// A bucket row as stored: static keys' secret sealed with `sealer`, never in plain text (a
@@ -631,6 +673,20 @@ mod tests {
         // Configurable like S3's: refused when used for Iceberg storage.
         let anonymous = bucket_row(gcs_request(serde_json::json!({"type": "anonymous"}))).unwrap();
         assert_eq!(anonymous.auth, BucketAuth::Anonymous);
+    }
+
+    /// The ownership value binds the org and the root, and is stable across instances.
+    #[test]
+    fn ownership_values_bind_org_and_root() {
+        let value = ownership_value("acme", "gs://lake/iceberg");
+        assert_eq!(value, ownership_value("acme", "gs://lake/iceberg"));
+        assert!(
+            value.starts_with("floe-ownership-") && value.len() == 47,
+            "{value}"
+        );
+        assert_ne!(value, ownership_value("other", "gs://lake/iceberg"));
+        assert_ne!(value, ownership_value("acme", "gs://lake"));
+        assert_ne!(value, ownership_value("acme", "gs://lake/iceberg/ns"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod admin;
 mod browse;
 mod buckets;
 pub(crate) use buckets::sealed as sealed_bucket;
+pub use buckets::{OWNERSHIP_OBJECT, ownership_value};
 mod changes;
 mod commit;
 mod config;
