@@ -4,10 +4,12 @@
 use std::path::Path;
 
 use crate::auth;
+use crate::catalog::sealed_bucket;
 use crate::clock::Clock;
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, Principal, PrincipalKind};
 use crate::objects::local::file_url;
+use crate::secrets::SecretSealer;
 use crate::store::rows::{self, ApiClientRow, MemberRow, MembershipRow, TokenRow, keys};
 use crate::store::{Condition, MetaStore, StoreError, Write};
 
@@ -207,6 +209,55 @@ pub fn local_bucket(warehouse: &Path) -> Result<BucketRow> {
     })
 }
 
+/// A dev bucket whose keys cannot be sealed stops the start, saying what to set.
+fn unsealable(e: CatalogError) -> CatalogError {
+    match e {
+        CatalogError::BadRequest(why) => CatalogError::Internal(format!(
+            "the dev bucket's static keys (FLOE_S3_ACCESS_KEY_ID) cannot be stored: {why}"
+        )),
+        other => other,
+    }
+}
+
+/// Seals the secret of a bucket row stored in plain text (by a version that did not seal the
+/// dev bucket's keys). A concurrent start that sealed it first wins.
+async fn seal_plain_bucket(
+    store: &dyn MetaStore,
+    org: &str,
+    nickname: &str,
+    sealer: Option<&dyn SecretSealer>,
+) -> Result<()> {
+    let key = keys::bucket(org, nickname);
+    let Some(stored) = rows::get::<BucketRow>(store, &key).await? else {
+        return Ok(());
+    };
+    if !matches!(stored.row.auth, BucketAuth::Hmac { .. }) {
+        return Ok(());
+    }
+    let row = sealed_bucket(sealer, stored.row)
+        .await
+        .map_err(unsealable)?;
+    match store
+        .write(vec![rows::put(
+            key,
+            &row,
+            Condition::VersionIs(stored.version),
+        )])
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(
+                org,
+                nickname,
+                "sealed the secret of a bucket configuration stored in plain text"
+            );
+            Ok(())
+        }
+        Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What the bootstrap did.
 pub struct DevBootstrap {
     pub created_org: bool,
@@ -225,11 +276,14 @@ pub fn dev_admin(org: &str) -> Principal {
 }
 
 /// On an empty store: an org with Iceberg enabled, a `default` bucket on the local warehouse, and
-/// an admin api client. On later starts only a fixed token is (re)registered.
+/// an admin api client. On later starts only a fixed token is (re)registered. The bucket's
+/// static keys are sealed with `sealer` (a start without one refuses them), and a `default`
+/// row that an earlier version stored with its secret in plain text is sealed in place.
 pub async fn bootstrap_dev(
     store: &dyn MetaStore,
     clock: &dyn Clock,
     settings: &DevSettings<'_>,
+    sealer: Option<&dyn SecretSealer>,
 ) -> Result<DevBootstrap> {
     let org = OrgRow {
         name: settings.org.to_owned(),
@@ -240,8 +294,13 @@ pub async fn bootstrap_dev(
     let created_org = ensure_org(store, &org).await?;
     let admin = dev_admin(settings.org);
     if created_org {
-        put_bucket(store, settings.org, &settings.bucket).await?;
+        let bucket = sealed_bucket(sealer, settings.bucket.clone())
+            .await
+            .map_err(unsealable)?;
+        put_bucket(store, settings.org, &bucket).await?;
         put_member(store, settings.org, &admin.id, OrgRole::Admin).await?;
+    } else {
+        seal_plain_bucket(store, settings.org, &settings.bucket.nickname, sealer).await?;
     }
     let generated_token = match settings.token {
         Some(token) => {

@@ -63,6 +63,12 @@ pub struct Settings {
     /// engines that cannot remote-sign; the keys are not scoped to the table).
     #[arg(long, env = "FLOE_S3_STATIC_KEYS_TO_WRITERS", default_value_t = false, action = clap::ArgAction::Set)]
     pub s3_static_keys_to_writers: bool,
+    /// Allow bucket endpoints that are plain http, or loopback, private, link-local or cloud
+    /// metadata addresses (S3-compatible stores on a private network, tests). Off: a bucket
+    /// configuration's endpoint must be an https URL of a public host. FLOE_S3_ENDPOINT is the
+    /// operator's own and is not checked.
+    #[arg(long, env = "FLOE_ALLOW_PRIVATE_ENDPOINTS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_private_endpoints: bool,
     /// Cached vended credentials are only reused with at least this many seconds left.
     #[arg(
         long,
@@ -165,6 +171,11 @@ mod tests {
     }
 
     /// OIDC is off unless configured.
+    #[test]
+    fn private_endpoints_are_refused_by_default() {
+        assert!(!defaults().allow_private_endpoints);
+    }
+
     #[test]
     fn oidc_is_off_by_default() {
         let settings = defaults();

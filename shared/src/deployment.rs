@@ -298,7 +298,7 @@ pub async fn open_catalog_wrapped(
             // An empty token (an unset template parameter, say) means none.
             token: settings.dev_token.as_deref().filter(|t| !t.is_empty()),
         };
-        bootstrap::bootstrap_dev(&*store, &*clock, &dev).await?
+        bootstrap::bootstrap_dev(&*store, &*clock, &dev, sealer.as_deref()).await?
     } else {
         DevBootstrap {
             created_org: false,
@@ -344,7 +344,8 @@ pub async fn open_catalog_wrapped(
     let mut catalog = Catalog::new(store, objects, vendor, clock)
         .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
         .with_idempotency_lifetime(settings.idempotency_key_lifetime.0)
-        .with_event_retention(settings.event_retention);
+        .with_event_retention(settings.event_retention)
+        .with_private_endpoints(settings.allow_private_endpoints);
     if let Some(secret) = &settings.page_token_secret {
         catalog = catalog.with_page_token_key(secret.as_bytes());
     }
@@ -388,6 +389,7 @@ pub async fn open_wrapped(
         s3_access_key_id: None,
         s3_secret_access_key: None,
         s3_static_keys_to_writers: false,
+        allow_private_endpoints: false,
         credentials_min_remaining_secs: DEFAULT_CREDENTIALS_MIN_REMAINING_SECS,
         auth_cache_secs: 10,
         idempotency_key_lifetime: crate::config::Lifetime(Some(

@@ -60,8 +60,9 @@ pub enum CatalogError {
     /// The catalog store failed (500). Clients see only this message; the edge logs the source.
     #[error("The catalog store failed; retry the request")]
     Store(#[from] StoreError),
-    /// Table storage failed (500). Clients see only this message; the edge logs the source.
-    #[error("Table storage failed; retry the request")]
+    /// Table storage failed (500). Clients see only this message and the storage error code;
+    /// the edge logs the source, the adapter the detail.
+    #[error("Table storage failed (storage error {}); retry the request", .0.code())]
     Objects(#[from] ObjectError),
 }
 

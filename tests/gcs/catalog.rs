@@ -57,6 +57,36 @@ async fn a_namespace_on_a_gcs_bucket_lives_and_is_purged() {
         missing.body
     );
     gcs::create_bucket(&name).await;
+    // Only with proof that the org controls the bucket: the object the refusal names, holding
+    // the value it names (a value of another org's, or none, is refused).
+    let mut row = gcs::gcs_bucket("lake", &name, BucketAuth::ServiceAccount);
+    row.root = format!("gs://{name}/iceberg");
+    let store: Arc<dyn ObjectStore> = gcs::stores().for_bucket(&row).unwrap();
+    let proof = format!("gs://{name}/iceberg/.floe-ownership");
+    let unproven = c
+        .management(Method::POST, &buckets, ADMIN_TOKEN, Some(body.clone()))
+        .await;
+    unproven.assert_error(400, "BadRequestException");
+    let message = unproven.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&proof), "{message}");
+    let value = message
+        .split_whitespace()
+        .find(|w| w.starts_with("floe-ownership-"))
+        .unwrap_or_else(|| panic!("no value in: {message}"))
+        .trim_end_matches(['.', ',', ')'])
+        .to_owned();
+    store
+        .put_if_absent(&proof, bytes::Bytes::from("floe-ownership-of-another-org"))
+        .await
+        .unwrap();
+    c.management(Method::POST, &buckets, ADMIN_TOKEN, Some(body.clone()))
+        .await
+        .assert_error(400, "BadRequestException");
+    store.delete(std::slice::from_ref(&proof)).await.unwrap();
+    store
+        .put_if_absent(&proof, bytes::Bytes::from(format!("{value}\n")))
+        .await
+        .unwrap();
     let added = c
         .management(Method::POST, &buckets, ADMIN_TOKEN, Some(body))
         .await;
@@ -81,9 +111,6 @@ async fn a_namespace_on_a_gcs_bucket_lives_and_is_purged() {
         location.starts_with(&format!("gs://{name}/iceberg/")),
         "{location}"
     );
-    let mut row = gcs::gcs_bucket("lake", &name, BucketAuth::ServiceAccount);
-    row.root = format!("gs://{name}/iceberg");
-    let store: Arc<dyn ObjectStore> = gcs::stores().for_bucket(&row).unwrap();
     let created = c.create_table("ongcs", "t").await;
     let first = created["metadata-location"].as_str().unwrap().to_owned();
     assert!(first.starts_with(&location), "{first}");

@@ -308,3 +308,316 @@ async fn hmac_secrets_are_sealed_at_rest_and_never_answered() {
     );
     assert!(!logged.contains(SECRET), "a secret reached the log");
 }
+
+fn compatible(nickname: &str, endpoint: &str, auth: Value) -> Value {
+    json!({"nickname": nickname, "platform": "s3-compatible", "bucket": "compat-lake",
+        "endpoint": endpoint, "region": "us-east-1", "path_style": true, "auth": auth})
+}
+
+/// An S3-compatible endpoint on loopback that answers every request with `status` (a status
+/// line's code and reason), `headers` and `body`, as an internal service reached through a
+/// bucket configuration would.
+async fn answering(status: &str, headers: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let response: &'static str = Box::leak(
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_boxed_str(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = vec![0u8; 64 * 1024];
+                let _ = socket.read(&mut request).await;
+                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// An endpoint refusing every request as S3 does, with a message of its own.
+async fn access_denied() -> String {
+    answering(
+        "403 Forbidden",
+        "Content-Type: application/xml\r\n",
+        "<Error><Code>AccessDenied</Code><Message>message-leak</Message>\
+         <RequestId>r1</RequestId></Error>",
+    )
+    .await
+}
+
+/// A catalog that reaches S3-compatible endpoints (on either backend) and, with `private`,
+/// allows them on loopback (FLOE_ALLOW_PRIVATE_ENDPOINTS).
+async fn s3_catalog(private: bool) -> TestCatalog {
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_credential_types::Credentials::new(
+            "server", "server", None, None, "test",
+        ))
+        .load()
+        .await;
+    let wrap = Wrap {
+        objects: Box::new(move |_| {
+            std::sync::Arc::new(floe::objects::PlatformStores {
+                local: floe::objects::local::LocalObjectStores,
+                s3: Some(floe::objects::s3::S3Stores::new(
+                    sdk,
+                    floe::model::S3Defaults::default(),
+                )),
+                gcs: None,
+            })
+        }),
+        ..Wrap::default()
+    };
+    TestCatalog::custom(wrap, move |catalog| catalog.with_private_endpoints(private)).await
+}
+
+/// Bucket endpoints are public https hosts unless the operator allows private ones
+/// (FLOE_ALLOW_PRIVATE_ENDPOINTS): plain http, and loopback, private, link-local, unspecified
+/// and metadata addresses (literal, mapped into IPv6, or a name resolving there) are refused
+/// before anything is reached or stored.
+#[tokio::test]
+async fn bucket_endpoints_must_be_public_https() {
+    let c = TestCatalog::new().await;
+    let anonymous = json!({"type": "anonymous"});
+    for endpoint in [
+        "http://203.0.113.7",
+        "ftp://203.0.113.7",
+        "https://127.0.0.1:9000",
+        "https://localhost:9000",
+        "https://169.254.169.254",
+        "https://[fd00:ec2::254]",
+        "https://[::1]",
+        "https://[::ffff:127.0.0.1]",
+        "https://0.0.0.0",
+        "https://10.1.2.3",
+        "https://172.16.0.1",
+        "https://192.168.1.1",
+        "https://100.100.100.200",
+        "https://[fe80::1]",
+        "https://user:password@203.0.113.7",
+    ] {
+        let answer = c
+            .management(
+                Method::POST,
+                &buckets(),
+                ADMIN_TOKEN,
+                Some(compatible("compat", endpoint, anonymous.clone())),
+            )
+            .await;
+        answer.assert_error(400, "BadRequestException");
+        let message = answer.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("endpoint"), "{endpoint}: {message}");
+        assert!(!message.contains("password"), "{message}");
+    }
+    let listed = c
+        .management(Method::GET, &buckets(), ADMIN_TOKEN, None)
+        .await;
+    assert_eq!(
+        listed.assert_ok(200)["buckets"].as_array().unwrap().len(),
+        1
+    );
+    // A public https endpoint is accepted (anonymous auth is not probed).
+    c.management(
+        Method::POST,
+        &buckets(),
+        ADMIN_TOKEN,
+        Some(compatible(
+            "public",
+            "https://203.0.113.7:9000",
+            anonymous.clone(),
+        )),
+    )
+    .await
+    .assert_ok(201);
+    // With the operator's setting, plain http on loopback is accepted.
+    let allowed = s3_catalog(true).await;
+    allowed
+        .management(
+            Method::POST,
+            &buckets(),
+            ADMIN_TOKEN,
+            Some(compatible("local", "http://127.0.0.1:9", anonymous)),
+        )
+        .await
+        .assert_ok(201);
+}
+
+/// The reachability check answers a fixed message with the storage error code: never the
+/// endpoint's status line, headers, body or error message, which go to the log only.
+#[tokio::test]
+async fn unreachable_endpoints_are_not_reflected_in_answers() {
+    let c = s3_catalog(true).await;
+    let hmac = json!({"type": "hmac", "access_key_id": "AKIAFLOE", "secret_access_key": "s3cr3t"});
+    let plain = answering(
+        "400 Bad Request",
+        "X-Internal: header-leak\r\n",
+        "body-leak",
+    )
+    .await;
+    let xml = access_denied().await;
+    for (endpoint, code) in [(&plain, "HTTP 400"), (&xml, "AccessDenied")] {
+        let answer = c
+            .management(
+                Method::POST,
+                &buckets(),
+                ADMIN_TOKEN,
+                Some(compatible("inside", endpoint, hmac.clone())),
+            )
+            .await;
+        answer.assert_error(400, "BadRequestException");
+        let message = answer.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not reachable"), "{message}");
+        assert!(message.contains(code), "{message}");
+        for leak in [
+            "leak",
+            "X-Internal",
+            "Bad Request",
+            "Forbidden",
+            "RequestId",
+        ] {
+            assert!(!message.contains(leak), "{message}");
+        }
+    }
+}
+
+/// A storage failure outside the reachability check (a namespace's marker written to a bucket
+/// that refuses it) answers the same: a fixed message with the storage error code.
+#[tokio::test]
+async fn storage_failures_answer_a_fixed_message_with_the_code() {
+    let c = s3_catalog(true).await;
+    let endpoint = access_denied().await;
+    let row = floe::model::BucketRow {
+        nickname: "refusing".into(),
+        platform: floe::model::Platform::S3,
+        root: "s3://compat-lake/wh".into(),
+        auth: c.sealed_hmac("AKIAFLOE", "s3cr3t").await,
+        endpoint: Some(endpoint),
+        region: Some("us-east-1".into()),
+        path_style: true,
+    };
+    floe::bootstrap::put_bucket(&*c.store, ORG, &row)
+        .await
+        .unwrap();
+    let answer = c
+        .post(
+            &format!("/v1/{ORG}/namespaces"),
+            json!({"namespace": ["refused"], "properties": {"arraylake.bucket": "refusing"}}),
+        )
+        .await;
+    answer.assert_error(500, "InternalServerError");
+    let message = answer.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("AccessDenied"), "{message}");
+    assert!(!message.contains("leak"), "{message}");
+}
+
+const DEV_SECRET: &str = "dev-bucket-secret-in-settings";
+
+/// A `default` bucket row with the dev bucket's static keys (FLOE_S3_ACCESS_KEY_ID), on fresh
+/// storage of the test backend.
+async fn dev_keys_row(c: &TestCatalog, stem: &str) -> floe::model::BucketRow {
+    let auth = floe::model::BucketAuth::Hmac {
+        access_key_id: "AKIAFLOEDEV".into(),
+        secret_access_key: DEV_SECRET.into(),
+    };
+    if c.backend == Backend::Aws {
+        let name = moto::unique(stem);
+        moto::create_bucket(&name).await;
+        return moto::s3_bucket("default", &name, auth);
+    }
+    let root = c.dir.path().join(stem);
+    std::fs::create_dir_all(&root).unwrap();
+    floe::model::BucketRow {
+        nickname: "default".into(),
+        platform: floe::model::Platform::Local,
+        root: floe::objects::local::file_url(&root.canonicalize().unwrap()),
+        auth,
+        endpoint: None,
+        region: None,
+        path_style: false,
+    }
+}
+
+/// The stored `default` row of `org`, as the store holds it, and whether it keeps the secret.
+async fn stored_dev_row(c: &TestCatalog, org: &str) -> String {
+    let raw = c
+        .store
+        .get(&floe::store::rows::keys::bucket(org, "default"))
+        .await
+        .unwrap()
+        .expect("the dev bucket row");
+    let stored = String::from_utf8(raw.body).unwrap();
+    assert!(stored.contains("AKIAFLOEDEV"), "{stored}");
+    stored
+}
+
+/// The dev bucket's static keys are sealed like every other secret: on the first start, and a
+/// row an earlier version stored in plain text is sealed on the next start. Both keep working
+/// (a namespace is created on each).
+#[tokio::test]
+async fn dev_bucket_keys_are_sealed_at_rest() {
+    let c = TestCatalog::new().await;
+    let sealer = c.catalog.shared_sealer().expect("test catalogs seal");
+    let clock = floe::clock::SystemClock;
+    let start = |org: &'static str, bucket: floe::model::BucketRow| {
+        let (c, sealer) = (&c, sealer.clone());
+        async move {
+            let dev = floe::bootstrap::DevSettings {
+                org,
+                bucket,
+                token: Some(match org {
+                    "devkeys" => "ema_devkeys_admin_token",
+                    _ => "ema_oldkeys_admin_token",
+                }),
+            };
+            floe::bootstrap::bootstrap_dev(&*c.store, &clock, &dev, Some(&*sealer))
+                .await
+                .unwrap();
+        }
+    };
+    // First start with static keys.
+    let row = dev_keys_row(&c, "devkeys").await;
+    start("devkeys", row).await;
+    let stored = stored_dev_row(&c, "devkeys").await;
+    assert!(!stored.contains(DEV_SECRET), "{stored}");
+
+    // A row written in plain text before, then a start.
+    let row = dev_keys_row(&c, "oldkeys").await;
+    let org = floe::model::OrgRow {
+        name: "oldkeys".into(),
+        iceberg_enabled: true,
+        default_bucket: "default".into(),
+        created_ms: 0,
+    };
+    floe::bootstrap::ensure_org(&*c.store, &org).await.unwrap();
+    floe::bootstrap::put_bucket(&*c.store, "oldkeys", &row)
+        .await
+        .unwrap();
+    let admin = floe::bootstrap::dev_admin("oldkeys");
+    floe::bootstrap::put_member(&*c.store, "oldkeys", &admin.id, floe::model::OrgRole::Admin)
+        .await
+        .unwrap();
+    assert!(stored_dev_row(&c, "oldkeys").await.contains(DEV_SECRET));
+    start("oldkeys", row).await;
+    let stored = stored_dev_row(&c, "oldkeys").await;
+    assert!(!stored.contains(DEV_SECRET), "{stored}");
+
+    for (org, token) in [
+        ("devkeys", "ema_devkeys_admin_token"),
+        ("oldkeys", "ema_oldkeys_admin_token"),
+    ] {
+        c.post_as(
+            token,
+            &format!("/v1/{org}/namespaces"),
+            json!({"namespace": ["on_dev_keys"]}),
+        )
+        .await
+        .assert_ok(200);
+    }
+}

@@ -337,7 +337,18 @@ impl TestCatalog {
             bucket: parts.bucket.clone(),
             token: Some(ADMIN_TOKEN),
         };
-        bootstrap::bootstrap_dev(&*inner, &clock, &settings)
+        // Secrets in rows are sealed as deployed: a key file locally, KMS (on moto) on AWS.
+        let sealer: Arc<dyn floe::secrets::SecretSealer> = match backend {
+            Backend::Local | Backend::Gcs => Arc::new(
+                floe::secrets::LocalKeySealer::open_or_create(&dir.path().join("secret.key"))
+                    .expect("key file"),
+            ),
+            Backend::Aws => Arc::new(floe::secrets::KmsSealer::new(
+                moto::kms().await,
+                moto::create_kms_key().await,
+            )),
+        };
+        bootstrap::bootstrap_dev(&*inner, &clock, &settings, Some(&*sealer))
             .await
             .expect("bootstrap");
         let (_, read_token) =
@@ -373,17 +384,6 @@ impl TestCatalog {
         .await
         .unwrap();
         let store = (wrap.store)(inner);
-        // Secrets in rows are sealed as deployed: a key file locally, KMS (on moto) on AWS.
-        let sealer: Arc<dyn floe::secrets::SecretSealer> = match backend {
-            Backend::Local | Backend::Gcs => Arc::new(
-                floe::secrets::LocalKeySealer::open_or_create(&dir.path().join("secret.key"))
-                    .expect("key file"),
-            ),
-            Backend::Aws => Arc::new(floe::secrets::KmsSealer::new(
-                moto::kms().await,
-                moto::create_kms_key().await,
-            )),
-        };
         let catalog = Arc::new(configure(
             Catalog::new(
                 store.clone(),

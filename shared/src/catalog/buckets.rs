@@ -98,6 +98,9 @@ impl Catalog {
     ) -> Result<BucketView> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
         let row = bucket_row(request)?;
+        if let Some(endpoint) = &row.endpoint {
+            check_endpoint(endpoint, self.private_endpoints).await?;
+        }
         if matches!(row.auth, BucketAuth::Hmac { .. }) {
             secrets::required(self.sealer())
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
@@ -110,6 +113,9 @@ impl Catalog {
         }
         if row.auth != BucketAuth::Anonymous {
             self.probe(&row).await?;
+        }
+        if row.platform == Platform::Gcs && row.auth == BucketAuth::ServiceAccount {
+            self.check_ownership(&ctx.org.name, &row).await?;
         }
         let row = self.sealed(row).await?;
         match self
@@ -240,26 +246,8 @@ impl Catalog {
     }
 
     /// The row as stored: static keys' secret sealed, never in plain text.
-    async fn sealed(&self, mut row: BucketRow) -> Result<BucketRow> {
-        if let BucketAuth::Hmac {
-            access_key_id,
-            secret_access_key,
-        } = row.auth
-        {
-            let sealer = secrets::required(self.sealer())
-                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
-            let sealed = sealer
-                .seal(secret_access_key.as_bytes())
-                .await
-                .map_err(|e| CatalogError::Internal(format!("Cannot seal the secret: {e}")))?;
-            row.auth = BucketAuth::SealedHmac {
-                access_key_id,
-                sealed_secret: serde_json::to_value(&sealed).map_err(|e| {
-                    CatalogError::Internal(format!("Cannot store the sealed secret: {e}"))
-                })?,
-            };
-        }
-        Ok(row)
+    async fn sealed(&self, row: BucketRow) -> Result<BucketRow> {
+        sealed(self.sealer(), row).await
     }
 
     /// A stored row ready for use: a sealed secret opened, in memory only.
@@ -300,26 +288,91 @@ impl Catalog {
             })
     }
 
-    /// Lists one key under the configuration's root with its credentials: a clear 400 naming
-    /// what failed when the bucket cannot be reached.
-    async fn probe(&self, row: &BucketRow) -> Result<()> {
-        let unreachable = |why: String| {
+    /// A GCS bucket is reached with the catalog's own Google identity, which may reach other
+    /// tenants' buckets too: an org adds one only after writing, under the configuration's
+    /// root, the ownership object with the value derived from the org and the root. A 400 names
+    /// both when it is missing or says anything else.
+    async fn check_ownership(&self, org: &str, row: &BucketRow) -> Result<()> {
+        let location = crate::objects::join(&row.root, OWNERSHIP_OBJECT);
+        let expected = ownership_value(org, &row.root);
+        let unproven = |found: &str| {
             CatalogError::BadRequest(format!(
-                "Bucket '{}' is not reachable with the given auth: {why}",
+                "Bucket '{}' is not shown to be this org's ({found}). Write the object {location} holding only the value {expected} and add the configuration again",
                 row.root
             ))
         };
-        let objects = self
-            .objects
-            .for_bucket(row)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
-        objects
-            .list(&row.root, 1)
-            .await
-            .map_err(|e| unreachable(e.to_string()))?;
+        let objects = self.objects_for(row).await?;
+        match objects.get(&location).await {
+            Ok(bytes) if String::from_utf8_lossy(&bytes).trim() == expected => Ok(()),
+            Ok(_) => Err(unproven("the ownership object holds another value")),
+            Err(crate::objects::ObjectError::NotFound(_)) => Err(unproven("no ownership object")),
+            Err(e) => Err(CatalogError::BadRequest(format!(
+                "Bucket '{}' is not reachable with the given auth (storage error {})",
+                row.root,
+                e.code()
+            ))),
+        }
+    }
+
+    /// Lists one key under the configuration's root with its credentials: a clear 400 when the
+    /// bucket cannot be reached, with the storage error code only (what the endpoint answered
+    /// is logged, never answered).
+    async fn probe(&self, row: &BucketRow) -> Result<()> {
+        let objects = self.objects.for_bucket(row).await.map_err(|e| {
+            CatalogError::BadRequest(format!(
+                "Bucket '{}' is not reachable with the given auth: {e}",
+                row.root
+            ))
+        })?;
+        objects.list(&row.root, 1).await.map_err(|e| {
+            CatalogError::BadRequest(format!(
+                "Bucket '{}' is not reachable with the given auth (storage error {})",
+                row.root,
+                e.code()
+            ))
+        })?;
         Ok(())
     }
+}
+
+/// The object a GCS bucket configuration's root must hold before an org may add it, and what
+/// it must say (see [`ownership_value`]).
+pub const OWNERSHIP_OBJECT: &str = ".floe-ownership";
+
+/// What the ownership object of `root` must hold for `org`: derived from both, so the proof one
+/// org wrote never admits another. It needs no secret: the proof is that the customer could
+/// write into the bucket, which the catalog's own identity reaching it does not show (the
+/// catalog writes no such object, and nobody gets tokens for a bucket before it is added).
+pub fn ownership_value(org: &str, root: &str) -> String {
+    let digest = super::metadata::sha256_hex(format!("floe-ownership/1\n{org}\n{root}").as_bytes());
+    format!("floe-ownership-{}", &digest[..32])
+}
+
+/// A bucket row as stored: static keys' secret sealed with `sealer`, never in plain text (a
+/// 400 naming the setting when the deployment cannot seal).
+pub(crate) async fn sealed(
+    sealer: Option<&dyn secrets::SecretSealer>,
+    mut row: BucketRow,
+) -> Result<BucketRow> {
+    if let BucketAuth::Hmac {
+        access_key_id,
+        secret_access_key,
+    } = row.auth
+    {
+        let sealer =
+            secrets::required(sealer).map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+        let sealed = sealer
+            .seal(secret_access_key.as_bytes())
+            .await
+            .map_err(|e| CatalogError::Internal(format!("Cannot seal the secret: {e}")))?;
+        row.auth = BucketAuth::SealedHmac {
+            access_key_id,
+            sealed_secret: serde_json::to_value(&sealed).map_err(|e| {
+                CatalogError::Internal(format!("Cannot store the sealed secret: {e}"))
+            })?,
+        };
+    }
+    Ok(row)
 }
 
 /// The row a request describes, checked.
@@ -353,13 +406,6 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
             )));
         }
     };
-    if let Some(endpoint) = &endpoint
-        && !(endpoint.starts_with("https://") || endpoint.starts_with("http://"))
-    {
-        return Err(CatalogError::BadRequest(format!(
-            "Invalid endpoint '{endpoint}': use an http(s) URL"
-        )));
-    }
     // GCS names may also hold '_'.
     let underscore = platform == Platform::Gcs;
     let valid_bucket = (3..=63).contains(&request.bucket.len())
@@ -455,6 +501,57 @@ fn bucket_row(request: BucketRequest) -> Result<BucketRow> {
         path_style: request.path_style,
         static_keys_to_writers: request.static_keys_to_writers,
     })
+}
+
+/// An endpoint the catalog may send storage requests to: an `https` URL of a public host, or
+/// (with FLOE_ALLOW_PRIVATE_ENDPOINTS) also plain `http` and loopback, private, link-local and
+/// metadata addresses. A name is resolved now and refused when any of its addresses is
+/// internal. Credentials in the URL are refused and never repeated.
+async fn check_endpoint(endpoint: &str, private_allowed: bool) -> Result<()> {
+    let invalid = |why: &str| CatalogError::BadRequest(format!("Invalid endpoint: {why}"));
+    let url = url::Url::parse(endpoint).map_err(|_| invalid("use an https:// URL"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("it must not hold credentials"));
+    }
+    match url.scheme() {
+        "https" => {}
+        "http" if private_allowed => {}
+        "http" => {
+            return Err(invalid(
+                "use an https:// URL (plain http only where the server allows private endpoints)",
+            ));
+        }
+        _ => return Err(invalid("use an https:// URL")),
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("it must not have a query or fragment"));
+    }
+    if private_allowed {
+        return Ok(());
+    }
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addresses: Vec<std::net::IpAddr> = match url.host() {
+        Some(url::Host::Ipv4(ip)) => vec![ip.into()],
+        Some(url::Host::Ipv6(ip)) => vec![ip.into()],
+        Some(url::Host::Domain(name)) => match tokio::net::lookup_host((name, port)).await {
+            Ok(found) => found.map(|a| a.ip()).collect(),
+            Err(e) => {
+                tracing::info!(host = name, error = %e, "bucket endpoint does not resolve");
+                return Err(invalid(&format!("host '{name}' does not resolve")));
+            }
+        },
+        None => return Err(invalid("it names no host")),
+    };
+    if addresses.is_empty() {
+        return Err(invalid("its host has no address"));
+    }
+    if addresses.iter().any(|ip| crate::outbound::is_internal(*ip)) {
+        return Err(invalid(&format!(
+            "'{}' is a loopback, private, link-local or metadata address (allowed only where the server allows private endpoints)",
+            url.host_str().unwrap_or_default()
+        )));
+    }
+    Ok(())
 }
 
 /// The external id a customer's trust policy must name: random, unguessable.
@@ -589,6 +686,20 @@ mod tests {
         // Configurable like S3's: refused when used for Iceberg storage.
         let anonymous = bucket_row(gcs_request(serde_json::json!({"type": "anonymous"}))).unwrap();
         assert_eq!(anonymous.auth, BucketAuth::Anonymous);
+    }
+
+    /// The ownership value binds the org and the root, and is stable across instances.
+    #[test]
+    fn ownership_values_bind_org_and_root() {
+        let value = ownership_value("acme", "gs://lake/iceberg");
+        assert_eq!(value, ownership_value("acme", "gs://lake/iceberg"));
+        assert!(
+            value.starts_with("floe-ownership-") && value.len() == 47,
+            "{value}"
+        );
+        assert_ne!(value, ownership_value("other", "gs://lake/iceberg"));
+        assert_ne!(value, ownership_value("acme", "gs://lake"));
+        assert_ne!(value, ownership_value("acme", "gs://lake/iceberg/ns"));
     }
 
     #[test]

@@ -7,6 +7,8 @@ mod access;
 mod admin;
 mod browse;
 mod buckets;
+pub(crate) use buckets::sealed as sealed_bucket;
+pub use buckets::{OWNERSHIP_OBJECT, ownership_value};
 mod changes;
 mod commit;
 mod config;
@@ -74,6 +76,9 @@ pub struct Catalog {
     commit_retry: CommitRetry,
     /// Seals secrets kept in rows (bucket HMAC keys); `None`: this deployment cannot seal.
     sealer: Option<Arc<dyn crate::secrets::SecretSealer>>,
+    /// Whether bucket endpoints may be plain http and private, loopback or link-local
+    /// addresses (FLOE_ALLOW_PRIVATE_ENDPOINTS).
+    private_endpoints: bool,
     /// Signalled when an admin asks for a purge now (an immediate delete): a purger running
     /// beside the server (`floe serve`) wakes on it.
     purge_wanted: Arc<tokio::sync::Notify>,
@@ -120,6 +125,7 @@ impl Catalog {
             buckets: TtlCache::new(DEFAULT_AUTH_CACHE_TTL, AUTH_CACHE_ENTRIES),
             commit_retry: CommitRetry::default(),
             sealer: None,
+            private_endpoints: false,
             purge_wanted: Arc::default(),
             idempotency_lifetime: Some(idempotency::DEFAULT_LIFETIME),
             event_retention: DEFAULT_EVENT_RETENTION,
@@ -192,6 +198,13 @@ impl Catalog {
     /// Seals secrets kept in rows with `sealer`.
     pub fn with_sealer(mut self, sealer: Arc<dyn crate::secrets::SecretSealer>) -> Self {
         self.sealer = Some(sealer);
+        self
+    }
+
+    /// Allows bucket endpoints that are plain http or private, loopback or link-local
+    /// addresses: S3-compatible stores on a private network, and tests.
+    pub fn with_private_endpoints(mut self, allowed: bool) -> Self {
+        self.private_endpoints = allowed;
         self
     }
 

@@ -45,9 +45,12 @@ struct GcsClient {
     http: tokio::sync::OnceCell<HttpClient>,
 }
 
-/// A failed request: the HTTP status (if any answer came) and why.
+/// A failed request: the HTTP status (if any answer came), how it failed when none came, and
+/// why (for the log only).
 struct Failure {
     status: Option<StatusCode>,
+    /// The error code when no answer came.
+    stage: &'static str,
     reason: String,
 }
 
@@ -59,21 +62,24 @@ impl GcsClient {
         content_type: Option<String>,
         body: Bytes,
     ) -> Result<Bytes, Failure> {
-        let failure = |reason: String| Failure {
-            status: None,
-            reason,
+        let failure = |stage: &'static str| {
+            move |reason: String| Failure {
+                status: None,
+                stage,
+                reason,
+            }
         };
         let http = self
             .http
             .get_or_try_init(|| async { http_client(self.credentials.is_none()) })
             .await
-            .map_err(failure)?;
+            .map_err(failure("NoClient"))?;
         let mut request = http::Request::builder().method(method).uri(url);
         if let Some(credentials) = &self.credentials {
             let token = credentials
                 .token(&[CLOUD_PLATFORM_SCOPE])
                 .await
-                .map_err(|e| failure(format!("Google credentials: {e}")))?;
+                .map_err(|e| failure("Credentials")(format!("Google credentials: {e}")))?;
             request = request.header(
                 http::header::AUTHORIZATION,
                 format!("Bearer {}", token.as_str()),
@@ -84,31 +90,32 @@ impl GcsClient {
         }
         let request = request
             .body(Full::new(body))
-            .map_err(|e| failure(e.to_string()))?;
+            .map_err(|e| failure("RequestNotBuilt")(e.to_string()))?;
         let exchange = async {
             let response = http
                 .request(request)
                 .await
-                .map_err(|e| failure(e.to_string()))?;
+                .map_err(|e| failure("Unreachable")(e.to_string()))?;
             let status = response.status();
             let body = response
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| failure(e.to_string()))?
+                .map_err(|e| failure("ResponseBody")(e.to_string()))?
                 .to_bytes();
             if status.is_success() {
                 Ok(body)
             } else {
                 Err(Failure {
                     status: Some(status),
+                    stage: "Answered",
                     reason: google_error(status, &body),
                 })
             }
         };
         tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
-            .map_err(|_| failure("timed out".into()))?
+            .map_err(|_| failure("Timeout")("timed out".into()))?
     }
 }
 
@@ -145,10 +152,11 @@ impl std::fmt::Debug for GcsObjectStore {
 }
 
 fn io_err(location: &str, failure: Failure) -> ObjectError {
-    ObjectError::Io {
-        location: location.to_owned(),
-        reason: failure.reason,
-    }
+    let code = match failure.status {
+        Some(status) => format!("HTTP {}", status.as_u16()),
+        None => failure.stage.to_owned(),
+    };
+    ObjectError::io(location, code, &failure.reason)
 }
 
 impl GcsObjectStore {
@@ -270,10 +278,8 @@ impl ObjectStore for GcsObjectStore {
                 .send(Method::GET, url, None, Bytes::new())
                 .await
                 .map_err(|f| io_err(prefix, f))?;
-            let page: Page = serde_json::from_slice(&body).map_err(|e| ObjectError::Io {
-                location: prefix.to_owned(),
-                reason: format!("unreadable listing: {e}"),
-            })?;
+            let page: Page = serde_json::from_slice(&body)
+                .map_err(|e| ObjectError::io(prefix, "UnreadableListing", &e))?;
             found.extend(
                 page.items
                     .into_iter()

@@ -88,10 +88,7 @@ impl Checked {
 }
 
 fn io_err(location: &str, e: std::io::Error) -> ObjectError {
-    ObjectError::Io {
-        location: location.to_owned(),
-        reason: e.to_string(),
-    }
+    ObjectError::io(location, format!("{:?}", e.kind()), &e)
 }
 
 async fn blocking<T: Send + 'static>(
@@ -101,10 +98,7 @@ async fn blocking<T: Send + 'static>(
     let location = location.to_owned();
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| ObjectError::Io {
-            location,
-            reason: format!("storage task failed: {e}"),
-        })?
+        .map_err(|e| ObjectError::io(&location, "TaskFailed", &e))?
 }
 
 #[async_trait]

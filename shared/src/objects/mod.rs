@@ -24,8 +24,53 @@ pub enum ObjectError {
     AlreadyExists(String),
     #[error("location {0} is outside this store")]
     OutsideStore(String),
-    #[error("storage I/O failed for {location}: {reason}")]
-    Io { location: String, reason: String },
+    /// A request that failed: `code` is the storage's error code (S3's `AccessDenied`, GCS's
+    /// `HTTP 403`, an I/O error kind, or how the request failed when no answer came). The
+    /// detail (messages, what the endpoint answered) is logged where the error is made, never
+    /// carried, so no answer can reflect it.
+    #[error("storage request for {location} failed: {code}")]
+    Io { location: String, code: String },
+}
+
+impl ObjectError {
+    /// The storage error code, as an answer may show it.
+    pub fn code(&self) -> &str {
+        match self {
+            ObjectError::NotFound(_) => "NotFound",
+            ObjectError::AlreadyExists(_) => "AlreadyExists",
+            ObjectError::OutsideStore(_) => "OutsideStore",
+            ObjectError::Io { code, .. } => code,
+        }
+    }
+
+    /// A failed request, its detail logged here and dropped.
+    pub(crate) fn io(
+        location: &str,
+        code: impl Into<String>,
+        detail: &dyn std::fmt::Display,
+    ) -> Self {
+        let code = code.into();
+        tracing::warn!(location, code, detail = %detail, "storage request failed");
+        ObjectError::Io {
+            location: location.to_owned(),
+            code,
+        }
+    }
+}
+
+/// An error code from a remote answer, as an answer may carry it: a short token of letters,
+/// digits, `.`, `-` and `_`, else `Unrecognized` (a remote's free text is never repeated).
+pub(crate) fn safe_code(code: &str) -> String {
+    let token = !code.is_empty()
+        && code.len() <= 64
+        && code
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if token {
+        code.to_owned()
+    } else {
+        "Unrecognized".to_owned()
+    }
 }
 
 /// Object access within one bucket configuration.

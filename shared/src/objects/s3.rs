@@ -8,12 +8,13 @@ use aws_config::SdkConfig;
 use aws_credential_types::Credentials;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::Region;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use bytes::Bytes;
 
-use super::{ObjectError, ObjectStore, ObjectStoresError};
+use super::{ObjectError, ObjectStore, ObjectStoresError, safe_code};
 use crate::iam::ObjectUse;
 use crate::model::{BucketAuth, BucketRow, S3Defaults, bucket_endpoint, parse_s3_url};
 
@@ -24,18 +25,24 @@ pub struct S3ObjectStore {
     bucket: String,
 }
 
-fn io_err<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
-    location: &str,
-    e: SdkError<E, R>,
-) -> ObjectError {
-    let reason = match e.code() {
-        Some(code) => format!("{code}: {}", e.message().unwrap_or_default()),
-        None => format!("{e:?}"),
+/// A failed S3 request: the service's error code (or the HTTP status of an answer without
+/// one, or how the request failed when none came); the SDK's whole error goes to the log only.
+fn io_err<E>(location: &str, e: SdkError<E, HttpResponse>) -> ObjectError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let code = match (e.code(), e.raw_response()) {
+        (Some(code), _) => safe_code(code),
+        (None, Some(raw)) => format!("HTTP {}", raw.status().as_u16()),
+        (None, None) => match &e {
+            SdkError::ConstructionFailure(_) => "RequestNotBuilt",
+            SdkError::TimeoutError(_) => "Timeout",
+            SdkError::DispatchFailure(_) => "Unreachable",
+            _ => "NoAnswer",
+        }
+        .to_owned(),
     };
-    ObjectError::Io {
-        location: location.to_owned(),
-        reason,
-    }
+    ObjectError::io(location, code, &DisplayErrorContext(&e))
 }
 
 impl S3ObjectStore {
@@ -85,10 +92,11 @@ impl ObjectStore for S3ObjectStore {
             }
             Err(e) => return Err(io_err(location, e)),
         };
-        let body = object.body.collect().await.map_err(|e| ObjectError::Io {
-            location: location.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let body = object
+            .body
+            .collect()
+            .await
+            .map_err(|e| ObjectError::io(location, "ResponseBody", &e))?;
         Ok(body.into_bytes())
     }
 
@@ -177,10 +185,11 @@ impl ObjectStore for S3ObjectStore {
                 .await
                 .map_err(|e| io_err(&batch[0], e))?;
             if let Some(failed) = answer.errors().first() {
-                return Err(ObjectError::Io {
-                    location: format!("s3://{}/{}", self.bucket, failed.key().unwrap_or_default()),
-                    reason: failed.message().unwrap_or("delete failed").to_owned(),
-                });
+                return Err(ObjectError::io(
+                    &format!("s3://{}/{}", self.bucket, failed.key().unwrap_or_default()),
+                    safe_code(failed.code().unwrap_or_default()),
+                    &failed.message().unwrap_or("delete failed"),
+                ));
             }
         }
         Ok(())
