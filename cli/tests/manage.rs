@@ -1010,6 +1010,7 @@ fn reachable_bucket_configurations_on_s3() {
         &bucket,
         "--access-key-id",
         "AKIAFLOECLI",
+        "--static-keys-to-writers",
     ];
     let added = run(cwd, &env, Some(ADMIN), &keys).ok();
     assert!(added.stdout.contains("AKIAFLOECLI"), "{added:#?}");
@@ -1017,6 +1018,12 @@ fn reachable_bucket_configurations_on_s3() {
         .floe(cwd, Some(ADMIN), &["buckets", "list", "demo", "--json"])
         .ok();
     assert!(listed.stdout.contains("keys") && !listed.stdout.contains(secret));
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let keyed = listed["buckets"]
+        .as_array()
+        .and_then(|all| all.iter().find(|b| b["nickname"] == "keys"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(keyed["static_keys_to_writers"], true, "{keyed}");
 
     s.floe(cwd, Some(ADMIN), &["buckets", "default", "demo", "lake"])
         .ok();

@@ -501,6 +501,7 @@ async fn storage_failures_answer_a_fixed_message_with_the_code() {
         endpoint: Some(endpoint),
         region: Some("us-east-1".into()),
         path_style: true,
+        static_keys_to_writers: false,
     };
     floe::bootstrap::put_bucket(&*c.store, ORG, &row)
         .await
@@ -541,6 +542,7 @@ async fn dev_keys_row(c: &TestCatalog, stem: &str) -> floe::model::BucketRow {
         endpoint: None,
         region: None,
         path_style: false,
+        static_keys_to_writers: false,
     }
 }
 
