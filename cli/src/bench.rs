@@ -394,22 +394,39 @@ async fn measure_commits(
     meter: Option<&Meter>,
 ) -> Result<Measured, String> {
     let count = args.commits.unwrap_or(args.iterations);
+    measure_posts(http, "commit", path, args.warmup, count, meter, || {
+        table.append(1)
+    })
+    .await
+}
+
+/// Times `count` POSTs of `path` after `warmup` unmeasured ones, each with the body `next`
+/// makes, and counts what the measured ones used.
+async fn measure_posts(
+    http: &Http,
+    name: &'static str,
+    path: &str,
+    warmup: usize,
+    count: usize,
+    meter: Option<&Meter>,
+    mut next: impl FnMut() -> Value,
+) -> Result<Measured, String> {
     let mut summary = Summary {
-        name: "commit",
+        name,
         samples: Vec::with_capacity(count),
     };
     let mut bytes = 0;
     let mut used = None;
-    for i in 0..(args.warmup + count) {
-        if i == args.warmup {
+    for i in 0..(warmup + count) {
+        if i == warmup {
             used = meter.map(Meter::read);
         }
-        let body = table.append(1);
+        let body = next();
         let started = Instant::now();
         let answer = http
             .expect(Method::POST, path, Some(body), StatusCode::OK)
             .await?;
-        if i >= args.warmup {
+        if i >= warmup {
             summary.samples.push(started.elapsed());
         }
         bytes = answer.len();
@@ -442,29 +459,16 @@ async fn measure_signing(
     .await?;
     let (path, request) =
         signing::move_onto_static_keys(catalog, &format!("{tables}/signed")).await?;
-    let mut summary = Summary {
-        name: "signRequest",
-        samples: Vec::with_capacity(args.iterations),
-    };
-    let mut bytes = 0;
-    let mut used = None;
-    for i in 0..(args.warmup + args.iterations) {
-        if i == args.warmup {
-            used = meter.map(Meter::read);
-        }
-        let started = Instant::now();
-        let answer = http
-            .expect(Method::POST, &path, Some(request.clone()), StatusCode::OK)
-            .await?;
-        if i >= args.warmup {
-            summary.samples.push(started.elapsed());
-        }
-        bytes = answer.len();
-    }
-    let usage = meter
-        .zip(used)
-        .map(|(m, before)| m.read().since(&before, args.iterations, bytes));
-    Ok(Measured { summary, usage })
+    measure_posts(
+        http,
+        "signRequest",
+        &path,
+        args.warmup,
+        args.iterations,
+        meter,
+        || request.clone(),
+    )
+    .await
 }
 
 fn print_usage(usage: &Usage) {

@@ -311,7 +311,7 @@ async fn responses_carry_the_spec_shapes() {
     let config = invoke(catalog.clone(), Function::Config, &read("get-config.json")).await;
     let body: Value = serde_json::from_str(config["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["overrides"]["prefix"], "demo");
-    assert_eq!(body["endpoints"].as_array().unwrap().len(), 17);
+    assert_eq!(body["endpoints"].as_array().unwrap().len(), 18);
     let load = invoke(catalog.clone(), Function::Tables, &read("load-table.json")).await;
     let body: Value = serde_json::from_str(load["body"].as_str().unwrap()).unwrap();
     assert!(

@@ -765,26 +765,35 @@ pub fn append_body(metadata: &Value, snapshot_id: i64) -> Value {
     })
 }
 
-/// Log lines (JSON, INFO and above) of the current thread, collected for a test: run it on a
-/// current-thread runtime so every event of the test lands here.
+/// Log lines (JSON: Floe's from debug up, its dependencies' from info up), collected for tests.
 #[derive(Clone, Default)]
 pub struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
 
+/// The one log of this test process: a thread's own subscriber (`set_default`) misses events
+/// while other tests' threads register and drop theirs, so every test logs here and a test
+/// looks for what only it logs (its names, its principals).
+static CAPTURED: std::sync::OnceLock<CapturedLog> = std::sync::OnceLock::new();
+
 impl CapturedLog {
-    /// Starts collecting until the guard is dropped.
-    pub fn start() -> (CapturedLog, tracing::subscriber::DefaultGuard) {
-        let captured = CapturedLog::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .json()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_writer(move || writer.clone())
-            .finish();
-        (captured, tracing::subscriber::set_default(subscriber))
+    /// The process's log, collected from the first call on.
+    pub fn start() -> (CapturedLog, ()) {
+        let captured = CAPTURED.get_or_init(|| {
+            let captured = CapturedLog::default();
+            let writer = captured.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .json()
+                .with_env_filter(tracing_subscriber::EnvFilter::new("info,floe=debug"))
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in the tests");
+            captured
+        });
+        (captured.clone(), ())
     }
 
     pub fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
     }
 }
 

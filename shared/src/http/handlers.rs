@@ -320,6 +320,11 @@ pub async fn report_metrics(
 /// Spec routes Floe does not serve get a precise answer; anything else is 404.
 pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
     let path = uri.path();
+    let relative = path.strip_prefix(super::BASE_PATH).unwrap_or(path);
+    if crate::routes::find(method.as_str(), relative).is_some() {
+        // A route of another endpoint group: this function does not serve it.
+        return CatalogError::NotFound(format!("No route for {method} {path} in this function"));
+    }
     if path.ends_with("/v1/oauth/tokens") {
         return CatalogError::BadRequest(
             "The OAuth2 token endpoint is not supported: configure the client with a static bearer token".into(),
@@ -331,6 +336,7 @@ pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
         "/views/",
         "/plan",
         "/tasks",
+        // The legacy catalog-wide signer (`/v1/aws/s3/sign`); tables sign at their own route.
         "/sign",
         "/functions",
     ];
