@@ -154,8 +154,8 @@ impl Catalog {
                 )
                 .await?;
             // Refused before anything is written: the table must not exist when its answer fails.
-            if let Some(refused) =
-                self.refused_delivery(ctx, &ns.row, &placement.bucket, &request.name, options)
+            if let Err(refused) =
+                self.delivery(ctx, &ns.row, &placement.bucket, &request.name, options)
             {
                 self.release(&placement).await;
                 return Err(refused);
@@ -595,21 +595,33 @@ impl Catalog {
             && self.may_write(ctx, ns, table)
     }
 
-    /// The 400 of an engine that asked for vended credentials only, on a bucket whose static
-    /// keys it may not receive: it must remote-sign.
-    fn refused_delivery(
+    /// How an answer about `table` lets this caller reach its files, from what the request
+    /// asked for and the bucket: static keys are handed out only where [`hands_out_static_keys`]
+    /// says so, otherwise such storage is signed, and an engine that asked for vended
+    /// credentials only gets the 400 that tells it to remote-sign.
+    ///
+    /// [`hands_out_static_keys`]: Self::hands_out_static_keys
+    fn delivery(
         &self,
         ctx: &OrgContext,
         ns: &NamespaceRow,
         bucket: &BucketRow,
         table: &str,
         options: TableRequestOptions,
-    ) -> Option<CatalogError> {
-        (signing::signs(bucket)
-            && options.vend_credentials
-            && !options.remote_signing
-            && !self.hands_out_static_keys(ctx, ns, bucket, table))
-        .then(|| signing::no_static_keys(bucket))
+    ) -> Result<Delivery> {
+        if !options.vend_credentials && !options.remote_signing {
+            return Ok(Delivery::Plain);
+        }
+        if !signing::signs(bucket)
+            || (options.vend_credentials && self.hands_out_static_keys(ctx, ns, bucket, table))
+        {
+            return Ok(Delivery::Vended);
+        }
+        if options.remote_signing {
+            Ok(Delivery::Signed)
+        } else {
+            Err(signing::no_static_keys(bucket))
+        }
     }
 
     /// `metadata`: the document as answered and what identifies its bytes (the SHA-256 of the
@@ -623,49 +635,43 @@ impl Catalog {
         metadata: (Bytes, String),
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
-        let static_keys = signing::signs(at.bucket);
-        let hand_out = static_keys
-            && options.vend_credentials
-            && self.hands_out_static_keys(ctx, at.ns, at.bucket, at.name);
-        let (delegation, vended) = if static_keys
-            && !hand_out
-            && (options.vend_credentials || options.remote_signing)
-        {
-            if let Some(refused) = self.refused_delivery(ctx, at.ns, at.bucket, at.name, options) {
-                return Err(refused);
+        let (delegation, vended) = match self.delivery(ctx, at.ns, at.bucket, at.name, options)? {
+            Delivery::Signed => {
+                let mut config = self.s3_settings(at.bucket);
+                config.extend(crate::signing::client_config(&crate::signing::endpoint(
+                    &ctx.org.name,
+                    &at.ns.name,
+                    at.name,
+                )));
+                let delegation = if self.may_write(ctx, at.ns, at.name) {
+                    "signed-write"
+                } else {
+                    "signed-read"
+                };
+                let settings = Vended {
+                    config,
+                    ..Vended::default()
+                };
+                (delegation, settings)
             }
-            let mut config = self.s3_settings(at.bucket);
-            config.extend(crate::signing::client_config(&crate::signing::endpoint(
-                &ctx.org.name,
-                &at.ns.name,
-                at.name,
-            )));
-            let delegation = if self.may_write(ctx, at.ns, at.name) {
-                "signed-write"
-            } else {
-                "signed-read"
-            };
-            let settings = Vended {
-                config,
-                ..Vended::default()
-            };
-            (delegation, settings)
-        } else if options.vend_credentials || options.remote_signing {
-            let (level, vended) = self
-                .vend(ctx, at.ns, at.bucket, at.name, at.directory)
-                .await?;
-            let delegation = match level {
-                AccessLevel::Read => "vended-read",
-                AccessLevel::ReadWrite => "vended-write",
-            };
-            (delegation, vended)
-        } else {
-            let config = self.vendor.storage_config(at.bucket);
-            let settings = Vended {
-                config,
-                ..Vended::default()
-            };
-            (crate::types::NO_DELEGATION, settings)
+            Delivery::Vended => {
+                let (level, vended) = self
+                    .vend(ctx, at.ns, at.bucket, at.name, at.directory)
+                    .await?;
+                let delegation = match level {
+                    AccessLevel::Read => "vended-read",
+                    AccessLevel::ReadWrite => "vended-write",
+                };
+                (delegation, vended)
+            }
+            Delivery::Plain => {
+                let config = self.vendor.storage_config(at.bucket);
+                let settings = Vended {
+                    config,
+                    ..Vended::default()
+                };
+                (crate::types::NO_DELEGATION, settings)
+            }
         };
         let (raw_metadata, metadata_id) = metadata;
         let etag = crate::types::entity_tag(
@@ -684,6 +690,16 @@ impl Catalog {
             etag,
         })
     }
+}
+
+/// How a table answer lets the engine reach the table's files.
+enum Delivery {
+    /// Nothing asked for: the bucket's endpoint and region only.
+    Plain,
+    /// Credentials: scoped temporary ones, or a bucket's static keys where it opted in.
+    Vended,
+    /// The table's sign route; the keys stay with the catalog.
+    Signed,
 }
 
 /// A table and the storage it lives on, for building its LoadTableResult.
