@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{Catalog, OrgContext};
 use crate::authz::{Action, Resource};
 use crate::error::{CatalogError, Result};
-use crate::model::{BucketAuth, BucketRow, NamespaceRow, parse_s3_url};
+use crate::model::{BucketAuth, BucketRow, NamespaceRow, S3Defaults, parse_s3_url};
 use crate::signing::policy::{self, Access};
 use crate::signing::sigv4::{self, Keys};
 use crate::signing::{Refusal, RemoteSignRequest, RemoteSignResult, s3};
@@ -143,21 +143,9 @@ impl Catalog {
     /// vendor's settings, else the configuration's own (a server without S3 vending).
     pub(super) fn s3_settings(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
         let mut config = self.vendor.storage_config(bucket);
-        if let Some(endpoint) = &bucket.endpoint {
-            config
-                .entry("s3.endpoint".into())
-                .or_insert_with(|| endpoint.clone());
-            config
-                .entry("s3.path-style-access".into())
-                .or_insert_with(|| bucket.path_style.to_string());
-        }
-        if let Some(region) = &bucket.region {
-            config
-                .entry("s3.region".into())
-                .or_insert_with(|| region.clone());
-            config
-                .entry("client.region".into())
-                .or_insert_with(|| region.clone());
+        let own = crate::vending::sts::s3_client_config(bucket, &S3Defaults::default());
+        for (key, value) in own {
+            config.entry(key).or_insert(value);
         }
         config
     }

@@ -170,24 +170,26 @@ impl StsVendor {
 
     /// Endpoint, region and addressing keys that let a client reach the bucket unconfigured.
     fn client_config(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
-        let mut config = BTreeMap::new();
-        if let Some(endpoint) = bucket_endpoint(bucket, &self.defaults) {
-            config.insert("s3.endpoint".into(), endpoint);
-            config.insert(
-                "s3.path-style-access".into(),
-                (bucket.path_style || self.defaults.path_style).to_string(),
-            );
-        }
-        if let Some(region) = bucket
-            .region
-            .clone()
-            .or_else(|| self.defaults.region.clone())
-        {
-            config.insert("s3.region".into(), region.clone());
-            config.insert("client.region".into(), region);
-        }
-        config
+        s3_client_config(bucket, &self.defaults)
     }
+}
+
+/// The endpoint, region and addressing keys of an S3 bucket configuration, `defaults` filling
+/// what it leaves out.
+pub fn s3_client_config(bucket: &BucketRow, defaults: &S3Defaults) -> BTreeMap<String, String> {
+    let mut config = BTreeMap::new();
+    if let Some(endpoint) = bucket_endpoint(bucket, defaults) {
+        config.insert("s3.endpoint".into(), endpoint);
+        config.insert(
+            "s3.path-style-access".into(),
+            (bucket.path_style || defaults.path_style).to_string(),
+        );
+    }
+    if let Some(region) = bucket.region.clone().or_else(|| defaults.region.clone()) {
+        config.insert("s3.region".into(), region.clone());
+        config.insert("client.region".into(), region);
+    }
+    config
 }
 
 /// Both spec forms: the `storage-credentials` entry for the table location and the same keys in
