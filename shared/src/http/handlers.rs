@@ -320,10 +320,8 @@ pub async fn report_metrics(
 /// Spec routes Floe does not serve get a precise answer; anything else is 404.
 pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
     let path = uri.path();
-    let relative = path.strip_prefix(super::BASE_PATH).unwrap_or(path);
-    if crate::routes::find(method.as_str(), relative).is_some() {
-        // A route of another endpoint group: this function does not serve it.
-        return CatalogError::NotFound(format!("No route for {method} {path} in this function"));
+    if let Some(elsewhere) = served_elsewhere(&method, path) {
+        return elsewhere;
     }
     if path.ends_with("/v1/oauth/tokens") {
         return CatalogError::BadRequest(
@@ -348,13 +346,17 @@ pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
     CatalogError::NotFound(format!("No route for {method} {path}"))
 }
 
+/// The 404 of a route of another endpoint group, which this function does not serve.
+fn served_elsewhere(method: &Method, path: &str) -> Option<CatalogError> {
+    let relative = path.strip_prefix(super::BASE_PATH).unwrap_or(path);
+    crate::routes::find(method.as_str(), relative)
+        .map(|_| CatalogError::NotFound(format!("No route for {method} {path} in this function")))
+}
+
 pub async fn method_not_allowed(method: Method, uri: Uri) -> Response {
     let path = uri.path();
-    let relative = path.strip_prefix(super::BASE_PATH).unwrap_or(path);
-    if crate::routes::find(method.as_str(), relative).is_some() {
-        // A route of another endpoint group: this function does not serve it.
-        return CatalogError::NotFound(format!("No route for {method} {path} in this function"))
-            .into_response();
+    if let Some(elsewhere) = served_elsewhere(&method, path) {
+        return elsewhere.into_response();
     }
     if path.contains("/views") {
         return CatalogError::Unsupported(format!(
