@@ -79,24 +79,40 @@ class Floe:
         return load_catalog(name, type="rest", uri=self.uri, warehouse=self.warehouse, token=self.token)
 
 
+def start_moto(log_path: str) -> tuple[subprocess.Popen, str]:
+    """moto's own application on a free loopback port, one request at a time (see
+    tests/support/moto_server.py), once it answers: the process and its endpoint."""
+    port = _free_port()
+    launcher = os.path.join(os.path.dirname(__file__), "..", "support", "moto_server.py")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, launcher, "127.0.0.1", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    _wait_for(f"{endpoint}/moto-api/data.json", proc, log_path)
+    return proc, endpoint
+
+
+def start_floe(binary: str, env: dict, port: int, token: str, log_path: str) -> tuple[subprocess.Popen, str]:
+    """`floe serve` with `env` (which sets FLOE_ADDR to `port`), once it answers `token`: the
+    process and its catalog URI."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    uri = f"http://127.0.0.1:{port}/iceberg"
+    _wait_for(f"{uri}/v1/config?warehouse={WAREHOUSE}", proc, log_path,
+              headers={"Authorization": f"Bearer {token}"})
+    return proc, uri
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint():
     given = os.environ.get("FLOE_MOTO_ENDPOINT")
     if given:
         yield given
         return
-    port = _free_port()
-    log_path = os.path.join(tempfile.mkdtemp(prefix="floe-moto-"), "moto.log")
-    # moto's own application, one request at a time: see tests/support/moto_server.py.
-    launcher = os.path.join(os.path.dirname(__file__), "..", "support", "moto_server.py")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, launcher, "127.0.0.1", str(port)], stdout=log, stderr=subprocess.STDOUT)
-        endpoint = f"http://127.0.0.1:{port}"
-        _wait_for(f"{endpoint}/moto-api/data.json", proc, log_path)
-        try:
-            yield endpoint
-        finally:
-            _stop(proc)
+    proc, endpoint = start_moto(os.path.join(tempfile.mkdtemp(prefix="floe-moto-"), "moto.log"))
+    try:
+        yield endpoint
+    finally:
+        _stop(proc)
 
 
 def _aws_env(moto: str) -> dict:
@@ -138,13 +154,8 @@ def floe(request):
     made = subprocess.run([binary, "admin", "create-token", "--service-admin"], env=env, check=True,
                           capture_output=True, text=True).stdout
     service_admin_token = next(word for word in made.split() if word.startswith("ema_"))
-    log_path = os.path.join(data_dir, "server.log")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-        uri = f"http://127.0.0.1:{port}/iceberg"
-        _wait_for(f"{uri}/v1/config?warehouse={WAREHOUSE}", proc, log_path,
-                  headers={"Authorization": f"Bearer {token}"})
-        try:
-            yield Floe(backend, uri, token, data_dir, moto, service_admin_token)
-        finally:
-            _stop(proc)
+    proc, uri = start_floe(binary, env, port, token, os.path.join(data_dir, "server.log"))
+    try:
+        yield Floe(backend, uri, token, data_dir, moto, service_admin_token)
+    finally:
+        _stop(proc)

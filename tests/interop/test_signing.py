@@ -16,7 +16,6 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -31,9 +30,8 @@ from pyiceberg.catalog import load_catalog
 from pyiceberg.utils.concurrent import ExecutorFactory
 from pyiceberg.exceptions import SignError
 
-from conftest import REGION, WAREHOUSE, _free_port, _stop, _wait_for
+from conftest import REGION, WAREHOUSE, _free_port, _stop, start_floe, start_moto
 
-HERE = os.path.dirname(__file__)
 SCHEMA = pa.schema([("id", pa.int64()), ("item", pa.string())])
 
 
@@ -99,19 +97,12 @@ def signed():
     if not binary:
         pytest.fail("FLOE_BIN must point at the floe binary (scripts/test builds it)")
     work = tempfile.mkdtemp(prefix="floe-signing-")
-    moto_port = _free_port()
-    moto = f"http://127.0.0.1:{moto_port}"
-    moto_log = os.path.join(work, "moto.log")
-    with open(moto_log, "w") as log:
-        moto_proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "..", "support", "moto_server.py"), "127.0.0.1", str(moto_port)],
-            stdout=log, stderr=subprocess.STDOUT)
+    moto_proc, moto = start_moto(os.path.join(work, "moto.log"))
     floe_proc = None
     # PyIceberg's executor is made once per process: replaced for this module only.
     executor = (ExecutorFactory._instance, ExecutorFactory._instance_pid)
     ExecutorFactory._instance, ExecutorFactory._instance_pid = InCallingThread(), os.getpid()
     try:
-        _wait_for(f"{moto}/moto-api/data.json", moto_proc, moto_log)
         setup = dict(endpoint_url=moto, region_name=REGION, aws_access_key_id="setup",
                      aws_secret_access_key="setup")
         iam = boto3.client("iam", **setup)
@@ -138,12 +129,7 @@ def signed():
         made = subprocess.run([binary, "admin", "create-token", "--name", "reader", "--role", "read"],
                               env=env, check=True, capture_output=True, text=True).stdout
         reader_token = next(word for word in made.split() if word.startswith("ema_"))
-        floe_log = os.path.join(work, "floe.log")
-        with open(floe_log, "w") as log:
-            floe_proc = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
-        uri = f"http://127.0.0.1:{port}/iceberg"
-        _wait_for(f"{uri}/v1/config?warehouse={WAREHOUSE}", floe_proc, floe_log,
-                  headers={"Authorization": f"Bearer {token}"})
+        floe_proc, uri = start_floe(binary, env, port, token, os.path.join(work, "floe.log"))
         yield Signed(uri, token, reader_token, moto, bucket, keys)
     finally:
         ExecutorFactory._instance, ExecutorFactory._instance_pid = executor
