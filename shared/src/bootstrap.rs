@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::auth;
-use crate::catalog::sealed_bucket;
 use crate::clock::Clock;
+use crate::core::bucket_keys::sealed as sealed_bucket;
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, Principal, PrincipalKind};
 use crate::objects::local::file_url;

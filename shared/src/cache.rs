@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
+/// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations:
+/// how long a revoked token or a changed grant may still be honoured by another instance.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+
 pub struct TtlCache<K, V> {
     /// `None` when the TTL is zero: nothing is remembered.
     inner: Option<Cache<K, V>>,

@@ -66,4 +66,13 @@ pub enum CatalogError {
     Objects(#[from] ObjectError),
 }
 
+impl From<crate::vending::VendError> for CatalogError {
+    fn from(e: crate::vending::VendError) -> Self {
+        match e {
+            crate::vending::VendError::Unusable(m) => CatalogError::BadRequest(m),
+            crate::vending::VendError::Failed(m) => CatalogError::Internal(m),
+        }
+    }
+}
+
 pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

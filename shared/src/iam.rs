@@ -16,40 +16,15 @@
 
 use std::collections::BTreeSet;
 
+pub use crate::objects::ObjectUse;
 use crate::objects::s3::{S3ObjectStore, S3Stores};
 use crate::routes::Group;
 use crate::secrets::KmsSealer;
+pub use crate::secrets::SecretUse;
 pub use crate::store::StoreUse;
 use crate::store::dynamodb::DynamoStore;
 use crate::vending::policy::{BUCKET_ACTIONS, READ_ACTIONS, WRITE_ACTIONS};
 use crate::vending::sts::StsVendor;
-
-/// One way of using table storage (`ObjectStore`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ObjectUse {
-    Get,
-    Put,
-    List,
-    Delete,
-}
-
-impl ObjectUse {
-    pub const ALL: [ObjectUse; 4] = [
-        ObjectUse::Get,
-        ObjectUse::Put,
-        ObjectUse::List,
-        ObjectUse::Delete,
-    ];
-}
-
-/// One use of the sealer of secrets kept in rows (`secrets::SecretSealer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SecretUse {
-    /// Sealing a secret (adding a bucket configuration with static keys).
-    Seal,
-    /// Opening one (using such a bucket configuration).
-    Open,
-}
 
 /// Something a function's code does that needs AWS permissions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod catalog;
 pub mod clock;
 pub mod config;
+pub mod core;
 pub mod deployment;
 pub mod error;
 pub mod events;

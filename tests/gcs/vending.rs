@@ -171,6 +171,7 @@ async fn failures_never_vend() {
             &principal(),
         )
         .await
+        .map_err(floe::error::CatalogError::from)
         .unwrap_err();
     assert!(
         matches!(refused, floe::error::CatalogError::BadRequest(_)),
@@ -207,6 +208,7 @@ async fn failures_never_vend() {
             &principal(),
         )
         .await
+        .map_err(floe::error::CatalogError::from)
         .unwrap_err();
     assert!(
         matches!(failed, floe::error::CatalogError::Internal(_)),

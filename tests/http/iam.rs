@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 use floe::catalog::{Catalog, issue_service_admin};
-use floe::error::CatalogError;
 use floe::iam::{Capability, Function, ObjectUse, SecretUse, StoreUse};
 use floe::model::{BucketAuth, BucketRow, Principal};
 use floe::objects::local::{LocalObjectStore, file_url};
@@ -164,7 +163,7 @@ impl CredentialVendor for RecordingVendor {
         table_location: &str,
         access: AccessLevel,
         principal: &Principal,
-    ) -> Result<Vended, CatalogError> {
+    ) -> Result<Vended, floe::vending::VendError> {
         self.recorder.note(Capability::Vend);
         self.inner
             .vend(bucket, table_location, access, principal)

@@ -10,7 +10,7 @@ use std::time::Duration;
 use http::Method;
 use serde_json::Value;
 
-use super::commands::{Session, parse};
+use super::session::{Session, parse};
 use super::{EXIT_GONE, EventsCommand, Failure};
 
 const PAGE: &str = "1000";

@@ -11,6 +11,7 @@ mod commands;
 mod events;
 mod output;
 mod purge_wait;
+mod session;
 
 use std::process::ExitCode;
 

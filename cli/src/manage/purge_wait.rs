@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use http::Method;
 use serde_json::Value;
 
-use super::commands::Session;
+use super::session::Session;
 use super::{EXIT_SERVER, Failure};
 
 /// How often the namespace's state is read.

@@ -196,7 +196,7 @@ impl OidcVerifier {
             issuer: config.issuer,
             audience: config.audience,
             leeway: DEFAULT_LEEWAY,
-            cache_ttl: crate::catalog::DEFAULT_AUTH_CACHE_TTL,
+            cache_ttl: crate::cache::DEFAULT_TTL,
             cache: moka::future::Cache::builder()
                 .max_capacity(CACHE_ENTRIES)
                 .expire_after(UntilTokenExpires)

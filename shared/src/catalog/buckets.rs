@@ -247,36 +247,12 @@ impl Catalog {
 
     /// The row as stored: static keys' secret sealed, never in plain text.
     async fn sealed(&self, row: BucketRow) -> Result<BucketRow> {
-        sealed(self.sealer(), row).await
+        crate::core::bucket_keys::sealed(self.sealer(), row).await
     }
 
     /// A stored row ready for use: a sealed secret opened, in memory only.
-    pub(crate) async fn opened(&self, mut row: BucketRow) -> Result<BucketRow> {
-        if let BucketAuth::SealedHmac {
-            access_key_id,
-            sealed_secret,
-        } = row.auth
-        {
-            let broken = |why: String| {
-                tracing::error!(nickname = %row.nickname, why, "cannot open a bucket's sealed secret");
-                CatalogError::Internal(format!(
-                    "The secret of bucket configuration '{}' cannot be opened",
-                    row.nickname
-                ))
-            };
-            let sealer = secrets::required(self.sealer()).map_err(|e| broken(e.to_string()))?;
-            let sealed: secrets::Sealed =
-                serde_json::from_value(sealed_secret).map_err(|e| broken(e.to_string()))?;
-            let secret = sealer
-                .open(&sealed)
-                .await
-                .map_err(|e| broken(e.to_string()))?;
-            row.auth = BucketAuth::Hmac {
-                access_key_id,
-                secret_access_key: String::from_utf8(secret).map_err(|e| broken(e.to_string()))?,
-            };
-        }
-        Ok(row)
+    pub(crate) async fn opened(&self, row: BucketRow) -> Result<BucketRow> {
+        crate::core::bucket_keys::opened(self.sealer(), row).await
     }
 
     async fn bucket_row(&self, ctx: &OrgContext, nickname: &str) -> Result<BucketRow> {
@@ -346,33 +322,6 @@ pub const OWNERSHIP_OBJECT: &str = ".floe-ownership";
 pub fn ownership_value(org: &str, root: &str) -> String {
     let digest = super::metadata::sha256_hex(format!("floe-ownership/1\n{org}\n{root}").as_bytes());
     format!("floe-ownership-{}", &digest[..32])
-}
-
-/// A bucket row as stored: static keys' secret sealed with `sealer`, never in plain text (a
-/// 400 naming the setting when the deployment cannot seal).
-pub(crate) async fn sealed(
-    sealer: Option<&dyn secrets::SecretSealer>,
-    mut row: BucketRow,
-) -> Result<BucketRow> {
-    if let BucketAuth::Hmac {
-        access_key_id,
-        secret_access_key,
-    } = row.auth
-    {
-        let sealer =
-            secrets::required(sealer).map_err(|e| CatalogError::BadRequest(e.to_string()))?;
-        let sealed = sealer
-            .seal(secret_access_key.as_bytes())
-            .await
-            .map_err(|e| CatalogError::Internal(format!("Cannot seal the secret: {e}")))?;
-        row.auth = BucketAuth::SealedHmac {
-            access_key_id,
-            sealed_secret: serde_json::to_value(&sealed).map_err(|e| {
-                CatalogError::Internal(format!("Cannot store the sealed secret: {e}"))
-            })?,
-        };
-    }
-    Ok(row)
 }
 
 /// The row a request describes, checked.

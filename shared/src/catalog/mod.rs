@@ -7,7 +7,6 @@ mod access;
 mod admin;
 mod browse;
 mod buckets;
-pub(crate) use buckets::sealed as sealed_bucket;
 pub use buckets::{OWNERSHIP_OBJECT, ownership_value};
 mod changes;
 mod commit;
@@ -93,8 +92,7 @@ pub struct Catalog {
         std::sync::Mutex<std::collections::HashMap<String, crate::events::outbox::Counter>>,
 }
 
-/// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations.
-pub const DEFAULT_AUTH_CACHE_TTL: Duration = Duration::from_secs(10);
+pub use crate::cache::DEFAULT_TTL as DEFAULT_AUTH_CACHE_TTL;
 const AUTH_CACHE_ENTRIES: u64 = 10_000;
 
 /// An authenticated principal inside one org, with its standing resolved.

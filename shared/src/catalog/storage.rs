@@ -8,6 +8,7 @@ use rand::Rng;
 use serde::Serialize;
 
 use crate::error::{CatalogError, Result};
+pub use crate::objects::is_within;
 use crate::objects::{ObjectError, ObjectStore, join};
 
 /// Name of the marker file written at the root of every namespace prefix.
@@ -37,17 +38,6 @@ pub fn generate_prefix(name: &str) -> String {
 /// Normalizes a client-given location: no trailing `/`.
 pub fn normalize_location(location: &str) -> String {
     location.trim_end_matches('/').to_owned()
-}
-
-/// Whether `location` is `root` itself or below it (segment-wise, no `..`).
-pub fn is_within(location: &str, root: &str) -> bool {
-    let location = location.trim_end_matches('/');
-    let root = root.trim_end_matches('/');
-    let below = location == root
-        || location
-            .strip_prefix(root)
-            .is_some_and(|rest| rest.starts_with('/'));
-    below && !location.split('/').any(|seg| seg == ".." || seg == ".")
 }
 
 /// Whether nothing at all is stored under `root`.

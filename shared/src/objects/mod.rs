@@ -74,6 +74,24 @@ pub(crate) fn safe_code(code: &str) -> String {
 }
 
 /// Object access within one bucket configuration.
+/// One way of using table storage (`ObjectStore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectUse {
+    Get,
+    Put,
+    List,
+    Delete,
+}
+
+impl ObjectUse {
+    pub const ALL: [ObjectUse; 4] = [
+        ObjectUse::Get,
+        ObjectUse::Put,
+        ObjectUse::List,
+        ObjectUse::Delete,
+    ];
+}
+
 #[async_trait]
 pub trait ObjectStore: Send + Sync + 'static {
     async fn get(&self, location: &str) -> Result<Bytes, ObjectError>;
@@ -103,6 +121,17 @@ pub enum ObjectStoresError {
     Unsupported(&'static str),
     #[error("bucket configuration '{nickname}' is invalid: {reason}")]
     Invalid { nickname: String, reason: String },
+}
+
+/// Whether `location` is `root` itself or below it (segment-wise, no `..`).
+pub fn is_within(location: &str, root: &str) -> bool {
+    let location = location.trim_end_matches('/');
+    let root = root.trim_end_matches('/');
+    let below = location == root
+        || location
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with('/'));
+    below && !location.split('/').any(|seg| seg == ".." || seg == ".")
 }
 
 /// Joins a directory-like location and a relative path with exactly one `/`.

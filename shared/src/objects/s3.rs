@@ -14,8 +14,8 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use bytes::Bytes;
 
+use super::ObjectUse;
 use super::{ObjectError, ObjectStore, ObjectStoresError, safe_code};
-use crate::iam::ObjectUse;
 use crate::model::{BucketAuth, BucketRow, S3Defaults, bucket_endpoint, parse_s3_url};
 
 /// Objects of one S3 bucket.
@@ -46,7 +46,7 @@ where
 }
 
 impl S3ObjectStore {
-    /// The IAM actions this adapter calls for each use of table storage (crate::iam).
+    /// The IAM actions this adapter calls for each use of table storage (`crate::iam`).
     pub fn aws_actions(object_use: ObjectUse) -> &'static [&'static str] {
         match object_use {
             ObjectUse::Get => &["s3:GetObject"],
@@ -213,7 +213,7 @@ pub struct S3Stores {
 }
 
 impl S3Stores {
-    /// What reaching a bucket through the role its configuration names calls (crate::iam).
+    /// What reaching a bucket through the role its configuration names calls (`crate::iam`).
     pub const ROLE_ACTIONS: &[&str] = &["sts:AssumeRole"];
 
     pub fn new(sdk: SdkConfig, defaults: S3Defaults) -> Self {

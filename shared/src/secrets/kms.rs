@@ -42,10 +42,10 @@ impl KmsSealer {
     /// The KMS actions a use of the sealer calls (`floe::iam`): sealing asks for a data key,
     /// opening decrypts one. Both are made with [`ENCRYPTION_CONTEXT`], which the deployment's
     /// policies require.
-    pub fn aws_actions(secret_use: crate::iam::SecretUse) -> [&'static str; 1] {
+    pub fn aws_actions(secret_use: super::SecretUse) -> [&'static str; 1] {
         match secret_use {
-            crate::iam::SecretUse::Seal => ["kms:GenerateDataKey"],
-            crate::iam::SecretUse::Open => ["kms:Decrypt"],
+            super::SecretUse::Seal => ["kms:GenerateDataKey"],
+            super::SecretUse::Open => ["kms:Decrypt"],
         }
     }
 }

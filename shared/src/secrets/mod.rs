@@ -75,6 +75,15 @@ pub enum SecretError {
 }
 
 /// Seals and opens secrets kept in catalog rows.
+/// One use of the sealer of secrets kept in rows (`secrets::SecretSealer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SecretUse {
+    /// Sealing a secret (adding a bucket configuration with static keys).
+    Seal,
+    /// Opening one (using such a bucket configuration).
+    Open,
+}
+
 #[async_trait::async_trait]
 pub trait SecretSealer: Send + Sync + 'static {
     async fn seal(&self, plaintext: &[u8]) -> Result<Sealed, SecretError>;

@@ -15,8 +15,19 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use policy::{Access, Refusal};
+pub use policy::Access;
 pub use s3::{S3Request, Target};
+
+/// Why a request is not signed: said to the caller (it names nothing outside its own request).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
+impl Refusal {
+    pub fn new(why: &str) -> Self {
+        Refusal(why.to_owned())
+    }
+}
 
 /// The spec's `RemoteSignRequest`.
 #[derive(Debug, Clone, Deserialize)]

@@ -3,19 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use super::Refusal;
 use super::s3::S3Request;
-use crate::catalog::storage::is_within;
-
-/// Why a request is not signed: said to the caller (it names nothing outside its own request).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Refusal(pub String);
-
-impl Refusal {
-    pub fn new(why: &str) -> Self {
-        Refusal(why.to_owned())
-    }
-}
+use crate::objects::is_within;
 
 /// What the caller may do with the table's storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use url::Url;
 
-use super::policy::Refusal;
+use super::Refusal;
 
 /// Where a table's bucket is reached: what engines are told (`s3.endpoint`, `s3.region`).
 #[derive(Debug, Clone, PartialEq)]

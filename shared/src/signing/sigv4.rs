@@ -11,7 +11,8 @@ use aws_sigv4::http_request::{
 use aws_sigv4::sign::v4;
 use sha2::{Digest, Sha256};
 
-use super::policy::{Payload, Refusal};
+use super::Refusal;
+use super::policy::Payload;
 
 /// Headers the signature replaces: whatever the engine sent for them is dropped.
 const REPLACED: &[&str] = &[

@@ -4,8 +4,8 @@
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
+use super::BASE_PATH;
 use super::UiConfigError;
-use super::routes::BASE_PATH;
 
 /// Everything but RFC 3986's unreserved characters is encoded: a name can never add a path
 /// segment, a query or a fragment.

@@ -22,7 +22,10 @@ use crate::catalog::Catalog;
 use crate::config::Settings;
 
 pub use error::UiError;
-pub use routes::{BASE_PATH, GATEWAY_ROUTES, router, standalone_router};
+pub use routes::{GATEWAY_ROUTES, router, standalone_router};
+
+/// Base path of every web view page.
+pub const BASE_PATH: &str = "/ui";
 
 /// How the web view renders what it cannot know from the catalog.
 #[derive(Debug, Clone, Default)]

@@ -16,14 +16,11 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use super::error::{UiError, html};
 use super::pages::*;
 use super::session::{self, SignedIn};
-use super::{UiConfig, UiState, chart, history, links};
+use super::{BASE_PATH, UiConfig, UiState, chart, history, links};
 use crate::catalog::paging::PageRequest;
 use crate::catalog::{Catalog, display_principal};
 use crate::error::CatalogError;
 use crate::model::{OrgRole, Principal, Visibility};
-
-/// Base path of every web view page.
-pub const BASE_PATH: &str = "/ui";
 
 /// The routes of the deployed HTTP API (template.yaml) that reach the `floe-ui` function, as
 /// (method, path): every page and the stylesheet are `GET /ui` or `GET` under `/ui/`, sign-in

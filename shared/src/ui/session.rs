@@ -6,9 +6,9 @@ use axum::extract::FromRequestParts;
 use http::HeaderMap;
 use http::request::Parts;
 
+use super::BASE_PATH;
 use super::UiState;
 use super::error::UiError;
-use super::routes::BASE_PATH;
 use crate::model::Principal;
 
 /// Name of the session cookie.

@@ -16,10 +16,10 @@ use http_body_util::{BodyExt, Full, Limited};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::VendError;
 use super::sts::vended;
 use super::{AccessLevel, CredentialVendor, Vended};
 use crate::clock::Clock;
-use crate::error::CatalogError;
 use crate::google::{CLOUD_PLATFORM_SCOPE, HttpClient, http_client, is_https_or_loopback};
 use crate::model::{BucketAuth, BucketRow, Platform, Principal, parse_gs_url};
 
@@ -108,7 +108,7 @@ impl GcsVendor {
         &self,
         location: &str,
         access: AccessLevel,
-    ) -> Result<DownscopedToken, CatalogError> {
+    ) -> Result<DownscopedToken, VendError> {
         let key = (location.to_owned(), access);
         // As with STS credentials: a cached token with too little lifetime left is dropped and
         // fetched again (once; what this call fetched itself is as fresh as it gets).
@@ -130,7 +130,7 @@ impl GcsVendor {
             }
             self.cached.invalidate(&key).await;
         }
-        Err(CatalogError::Internal(
+        Err(VendError::Failed(
             "Could not obtain a fresh storage token; retry the request".into(),
         ))
     }
@@ -139,12 +139,11 @@ impl GcsVendor {
         &self,
         location: &str,
         access: AccessLevel,
-    ) -> Result<DownscopedToken, CatalogError> {
-        let failed = || {
-            CatalogError::Internal("Could not obtain storage credentials; retry the request".into())
-        };
+    ) -> Result<DownscopedToken, VendError> {
+        let failed =
+            || VendError::Failed("Could not obtain storage credentials; retry the request".into());
         let boundary = access_boundary(location, access).ok_or_else(|| {
-            CatalogError::Internal("The table location is not a gs:// location".into())
+            VendError::Failed("The table location is not a gs:// location".into())
         })?;
         let source = self
             .source
@@ -274,21 +273,21 @@ impl CredentialVendor for GcsVendor {
         table_location: &str,
         access: AccessLevel,
         _principal: &Principal,
-    ) -> Result<Vended, CatalogError> {
+    ) -> Result<Vended, VendError> {
         if bucket.platform != Platform::Gcs {
-            return Err(CatalogError::Internal(
+            return Err(VendError::Failed(
                 "The GCS vendor was asked for another platform's credentials".into(),
             ));
         }
         match bucket.auth {
             BucketAuth::ServiceAccount => {}
             BucketAuth::Anonymous => {
-                return Err(CatalogError::BadRequest(
+                return Err(VendError::Unusable(
                     "Anonymous buckets cannot back Iceberg storage".into(),
                 ));
             }
             _ => {
-                return Err(CatalogError::Internal(
+                return Err(VendError::Failed(
                     "A gcs bucket configuration names auth other than service_account".into(),
                 ));
             }

@@ -11,8 +11,19 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::error::CatalogError;
 use crate::model::{BucketRow, Platform, Principal};
+
+/// Why no credentials were vended; the catalog maps it to its own error at its edge.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum VendError {
+    /// The bucket configuration cannot back vended credentials (anonymous access, say): the
+    /// request cannot succeed as it is (400).
+    #[error("{0}")]
+    Unusable(String),
+    /// The identity service failed or refused; the message is safe to show a client (500).
+    #[error("{0}")]
+    Failed(String),
+}
 
 /// What the credentials may do: readers never receive write access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,7 +55,7 @@ pub trait CredentialVendor: Send + Sync + 'static {
         table_location: &str,
         access: AccessLevel,
         principal: &Principal,
-    ) -> Result<Vended, CatalogError>;
+    ) -> Result<Vended, VendError>;
 
     /// The non-secret settings a client needs to reach the bucket (endpoint, region,
     /// addressing), sent on every table answer, with or without vended credentials: a client
@@ -65,10 +76,10 @@ impl CredentialVendor for NoVending {
         _table_location: &str,
         _access: AccessLevel,
         _principal: &Principal,
-    ) -> Result<Vended, CatalogError> {
+    ) -> Result<Vended, VendError> {
         match bucket.platform {
             Platform::Local => Ok(Vended::default()),
-            _ => Err(CatalogError::Internal(
+            _ => Err(VendError::Failed(
                 "Credential vending is not configured on this server".into(),
             )),
         }
@@ -96,7 +107,7 @@ impl CredentialVendor for PlatformVendor {
         table_location: &str,
         access: AccessLevel,
         principal: &Principal,
-    ) -> Result<Vended, CatalogError> {
+    ) -> Result<Vended, VendError> {
         self.vendor_of(bucket)
             .vend(bucket, table_location, access, principal)
             .await

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use async_trait::async_trait;
 use aws_sdk_sts::Client;
 
+use super::VendError;
 use super::policy::{MAX_SESSION_POLICY_CHARS, arn_partition, session_name, session_policy};
 use super::{AccessLevel, CredentialVendor, StorageCredential, Vended};
 use crate::clock::Clock;
-use crate::error::CatalogError;
 use crate::model::{BucketAuth, BucketRow, Platform, Principal, S3Defaults, bucket_endpoint};
 
 /// Credential sets remembered at most (one per role, table directory and access level).
@@ -87,7 +87,7 @@ impl StsVendor {
         location: &str,
         access: AccessLevel,
         principal: &Principal,
-    ) -> Result<TemporaryCredentials, CatalogError> {
+    ) -> Result<TemporaryCredentials, VendError> {
         let key = CacheKey {
             role_arn: role_arn.to_owned(),
             location: location.to_owned(),
@@ -115,7 +115,7 @@ impl StsVendor {
             }
             self.cached.invalidate(&key).await;
         }
-        Err(CatalogError::Internal(
+        Err(VendError::Failed(
             "Could not obtain fresh storage credentials; retry the request".into(),
         ))
     }
@@ -127,15 +127,14 @@ impl StsVendor {
         location: &str,
         access: AccessLevel,
         principal: &Principal,
-    ) -> Result<TemporaryCredentials, CatalogError> {
-        let partition = arn_partition(role_arn).ok_or_else(|| {
-            CatalogError::Internal("The bucket's role is not a valid role ARN".into())
-        })?;
+    ) -> Result<TemporaryCredentials, VendError> {
+        let partition = arn_partition(role_arn)
+            .ok_or_else(|| VendError::Failed("The bucket's role is not a valid role ARN".into()))?;
         let policy = session_policy(partition, location, access).ok_or_else(|| {
-            CatalogError::Internal("The table location is not an s3:// location".into())
+            VendError::Failed("The table location is not an s3:// location".into())
         })?;
         if policy.len() > MAX_SESSION_POLICY_CHARS {
-            return Err(CatalogError::Internal(
+            return Err(VendError::Failed(
                 "The table location is too long for a scoped session policy".into(),
             ));
         }
@@ -152,13 +151,11 @@ impl StsVendor {
             .await
             .map_err(|e| {
                 tracing::error!(error = ?e, role_arn, "AssumeRole failed");
-                CatalogError::Internal(
-                    "Could not obtain storage credentials; retry the request".into(),
-                )
+                VendError::Failed("Could not obtain storage credentials; retry the request".into())
             })?;
         let credentials = answer
             .credentials()
-            .ok_or_else(|| CatalogError::Internal("STS returned no credentials".into()))?;
+            .ok_or_else(|| VendError::Failed("STS returned no credentials".into()))?;
         let fresh = TemporaryCredentials {
             access_key_id: credentials.access_key_id().to_owned(),
             secret_access_key: credentials.secret_access_key().to_owned(),
@@ -219,7 +216,7 @@ impl CredentialVendor for StsVendor {
         table_location: &str,
         access: AccessLevel,
         principal: &Principal,
-    ) -> Result<Vended, CatalogError> {
+    ) -> Result<Vended, VendError> {
         if bucket.platform == Platform::Local {
             return Ok(Vended::default());
         }
@@ -249,7 +246,7 @@ impl CredentialVendor for StsVendor {
             }
             BucketAuth::Server => {
                 let role = self.default_role_arn.as_deref().ok_or_else(|| {
-                    CatalogError::Internal("No vending role is configured for this bucket".into())
+                    VendError::Failed("No vending role is configured for this bucket".into())
                 })?;
                 let c = self
                     .assume(role, None, table_location, access, principal)
@@ -257,17 +254,17 @@ impl CredentialVendor for StsVendor {
                 temporary(&c)
             }
             BucketAuth::ServiceAccount => {
-                return Err(CatalogError::Internal(
+                return Err(VendError::Failed(
                     "service_account auth is for GCS buckets".into(),
                 ));
             }
             BucketAuth::Anonymous => {
-                return Err(CatalogError::BadRequest(
+                return Err(VendError::Unusable(
                     "Anonymous buckets cannot back Iceberg storage".into(),
                 ));
             }
             BucketAuth::SealedHmac { .. } => {
-                return Err(CatalogError::Internal(
+                return Err(VendError::Failed(
                     "A bucket's sealed secret reached the vendor unopened".into(),
                 ));
             }
