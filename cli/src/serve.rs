@@ -161,8 +161,12 @@ fn start_publishers(args: &ServeArgs, catalog: &Arc<Catalog>) -> Result<(), Stri
     }
     let poll = Duration::from_millis(args.events_poll_ms.max(10));
     for sink in sinks {
-        let publisher = Publisher::new(catalog.store.clone(), sink);
-        tokio::spawn(publisher.run(catalog.events_written(), poll, std::future::pending()));
+        let publisher = Publisher::new(catalog.core.store.clone(), sink);
+        tokio::spawn(publisher.run(
+            catalog.core.changes.events_written(),
+            poll,
+            std::future::pending(),
+        ));
     }
     eprintln!("Change events: {}", file.display());
     Ok(())
@@ -207,10 +211,11 @@ async fn purge_once(settings: &Settings) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let report = catalog
+        .namespaces
         .purge_expired(
             SystemClock.now_ms(),
-            floe::purge::RECOVERY_PERIOD,
-            floe::purge::NAMESPACES_PER_RUN,
+            floe::catalog::purge::RECOVERY_PERIOD,
+            floe::catalog::purge::NAMESPACES_PER_RUN,
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -234,13 +239,14 @@ async fn purge_once(settings: &Settings) -> Result<(), String> {
 /// The purge beside the server: a run every `interval`, and one at once when an immediate
 /// delete asks (a request during a run starts another right after it).
 async fn purge_beside_server(catalog: std::sync::Arc<floe::catalog::Catalog>, interval: Duration) {
-    let wanted = catalog.purge_wanted();
+    let wanted = catalog.core.purge_wanted.clone();
     loop {
         match catalog
+            .namespaces
             .purge_expired(
                 SystemClock.now_ms(),
-                floe::purge::RECOVERY_PERIOD,
-                floe::purge::NAMESPACES_PER_RUN,
+                floe::catalog::purge::RECOVERY_PERIOD,
+                floe::catalog::purge::NAMESPACES_PER_RUN,
             )
             .await
         {

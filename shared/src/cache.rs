@@ -28,6 +28,7 @@ where
             Cache::builder()
                 .time_to_live(ttl)
                 .max_capacity(capacity)
+                .support_invalidation_closures()
                 .build()
         });
         Self { inner }
@@ -64,6 +65,21 @@ where
         }
     }
 
+    /// Forgets one entry.
+    pub async fn remove(&self, key: &K) {
+        if let Some(cache) = &self.inner {
+            cache.invalidate(key).await;
+        }
+    }
+
+    /// Forgets every entry `stale` picks: what one change can have made stale, no more.
+    pub fn remove_if(&self, stale: impl Fn(&K, &V) -> bool + Send + Sync + 'static) {
+        if let Some(cache) = &self.inner {
+            // Fails only when the cache was built without closure support, which `new` asks for.
+            let _ = cache.invalidate_entries_if(stale);
+        }
+    }
+
     pub fn clear(&self) {
         if let Some(cache) = &self.inner {
             cache.invalidate_all();
@@ -87,6 +103,13 @@ mod tests {
         let failed: Result<i32, &str> = cache.get_or_load("c", async { Err("no") }).await;
         assert_eq!(failed, Err("no"));
         assert_eq!(cache.get(&"c").await, None, "failures are not remembered");
+        cache.insert("d", 4).await;
+        cache.remove_if(|key, _| *key == "a");
+        assert_eq!(cache.get(&"a").await, None, "picked entries are forgotten");
+        assert_eq!(cache.get(&"d").await, Some(4), "the others stay");
+        cache.remove(&"d").await;
+        assert_eq!(cache.get(&"d").await, None);
+        cache.insert("a", 1).await;
         cache.clear();
         assert_eq!(cache.get(&"a").await, None);
 

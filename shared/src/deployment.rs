@@ -244,8 +244,7 @@ pub async fn open_catalog(
     open_catalog_wrapped(settings, Wraps::default()).await
 }
 
-/// Turns an adapter into another (a wrapper around it).
-pub type Wrap<T> = Box<dyn FnOnce(Arc<T>) -> Arc<T> + Send>;
+pub use crate::core::Wrap;
 
 /// Wrappers around the adapters a catalog is built with (to count their requests, say).
 pub struct Wraps {
@@ -340,21 +339,23 @@ pub async fn open_catalog_wrapped(
         s3: s3_vendor,
         gcs: Some(Arc::new(gcs_vendor)),
     });
-    let objects = (wraps.objects)(Arc::new(objects));
-    let mut catalog = Catalog::new(store, objects, vendor, clock)
-        .with_auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
-        .with_idempotency_lifetime(settings.idempotency_key_lifetime.0)
-        .with_event_retention(settings.event_retention)
-        .with_private_endpoints(settings.allow_private_endpoints);
+    let mut builder = crate::core::Builder::new(store, Arc::new(objects), vendor)
+        .clock(clock)
+        .wrap_objects(wraps.objects)
+        .auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
+        .idempotency_lifetime(settings.idempotency_key_lifetime.0)
+        .event_retention(settings.event_retention)
+        .private_endpoints(settings.allow_private_endpoints);
     if let Some(secret) = &settings.page_token_secret {
-        catalog = catalog.with_page_token_key(secret.as_bytes());
+        builder = builder.page_token_key(secret.as_bytes());
     }
     if let Some(oidc) = oidc {
-        catalog = catalog.with_oidc(Arc::new(oidc));
+        builder = builder.oidc(Arc::new(oidc));
     }
     if let Some(sealer) = sealer {
-        catalog = catalog.with_sealer(sealer);
+        builder = builder.sealer(sealer);
     }
+    let catalog = Catalog::new(builder.build());
     Ok((Arc::new(catalog), boot))
 }
 
@@ -511,7 +512,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sealed = {
             let (catalog, _) = open(dir.path(), "demo", None).await.unwrap();
-            let sealer = catalog.sealer().expect("a sealer");
+            let sealer = catalog.core.sealer().expect("a sealer");
             sealer.seal(b"hmac secret").await.unwrap()
         };
         let key = dir.path().join("secret.key");
@@ -519,7 +520,7 @@ mod tests {
         assert_eq!(mode, 0o600);
         {
             let (catalog, _) = open(dir.path(), "demo", None).await.unwrap();
-            let opened = catalog.sealer().unwrap().open(&sealed).await.unwrap();
+            let opened = catalog.core.sealer().unwrap().open(&sealed).await.unwrap();
             assert_eq!(opened, b"hmac secret");
         }
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -563,10 +564,11 @@ mod tests {
             "iss": "https://idp.example.com/", "aud": "floe", "sub": "abc",
             "exp": now + 60, "email": "abc@example.com"
         }));
-        let user = catalog.authenticate(&token).await.unwrap();
+        let user = catalog.sessions.authenticate(&token).await.unwrap();
         assert_eq!(user.id, "user:abc");
         assert_eq!(user.kind, PrincipalKind::User);
         let admin = catalog
+            .sessions
             .authenticate("ema_deployment_test_token")
             .await
             .unwrap();

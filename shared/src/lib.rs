@@ -21,7 +21,7 @@ pub mod iam;
 pub mod model;
 pub mod objects;
 pub mod outbound;
-pub mod purge;
+
 pub mod routes;
 pub mod secrets;
 pub mod signing;

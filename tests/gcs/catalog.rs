@@ -186,11 +186,12 @@ async fn a_namespace_on_a_gcs_bucket_lives_and_is_purged() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
-        + floe::purge::RECOVERY_PERIOD.as_millis() as u64
+        + floe::catalog::purge::RECOVERY_PERIOD.as_millis() as u64
         + 1_000;
     let report = c
         .catalog
-        .purge_expired(later, floe::purge::RECOVERY_PERIOD, 100)
+        .namespaces
+        .purge_expired(later, floe::catalog::purge::RECOVERY_PERIOD, 100)
         .await
         .unwrap();
     assert_eq!(report.purged, vec![format!("{ORG}/ongcs")]);

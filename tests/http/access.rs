@@ -132,10 +132,13 @@ async fn setup(c: &TestCatalog) -> Vec<Caller> {
     }
     let admin = c
         .catalog
+        .core
+        .lookups
         .org_context(&bootstrap::dev_admin(ORG), ORG)
         .await
         .unwrap();
     c.catalog
+        .access
         .set_visibility(&admin, "open", Visibility::AuthenticatedPublic)
         .await
         .unwrap();
@@ -163,12 +166,14 @@ async fn setup(c: &TestCatalog) -> Vec<Caller> {
         (Who::TeamManage, "managers", Action::Manage),
     ] {
         let (principal, token) = principal_without_role(c, team).await;
-        c.catalog.create_team(&admin, team).await.unwrap();
+        c.catalog.access.create_team(&admin, team).await.unwrap();
         c.catalog
+            .access
             .set_team_member(&admin, team, &principal.id, true)
             .await
             .unwrap();
         c.catalog
+            .access
             .put_grant(&admin, "granted", &format!("team:{team}"), None, action)
             .await
             .unwrap();
@@ -181,6 +186,7 @@ async fn setup(c: &TestCatalog) -> Vec<Caller> {
     ] {
         let (principal, token) = principal_without_role(c, name).await;
         c.catalog
+            .access
             .put_grant(&admin, "granted", &principal.id, Some("t1"), action)
             .await
             .unwrap();
@@ -645,6 +651,8 @@ async fn every_principal_every_target_every_route() {
 
 async fn admin_context(c: &TestCatalog) -> floe::catalog::OrgContext {
     c.catalog
+        .core
+        .lookups
         .org_context(&bootstrap::dev_admin(ORG), ORG)
         .await
         .unwrap()
@@ -660,10 +668,12 @@ async fn table_grants_follow_names_across_drop_recreate_and_rename() {
     let admin = admin_context(&c).await;
     let (principal, token) = principal_without_role(&c, "follower").await;
     c.catalog
+        .access
         .put_grant(&admin, "gg", &principal.id, Some("a"), Action::Write)
         .await
         .unwrap();
     c.catalog
+        .access
         .put_grant(&admin, "gg", &principal.id, Some("b"), Action::Read)
         .await
         .unwrap();
@@ -688,7 +698,7 @@ async fn table_grants_follow_names_across_drop_recreate_and_rename() {
     c.post(&format!("/v1/{ORG}/tables/rename"), rename)
         .await
         .assert_ok(204);
-    let grants = c.catalog.list_grants(&admin, "gg").await.unwrap();
+    let grants = c.catalog.access.list_grants(&admin, "gg").await.unwrap();
     assert_eq!(
         grants,
         vec![floe::catalog::GrantView {
@@ -984,6 +994,7 @@ async fn revocation_and_downgrade_take_effect() {
     let admin = admin_context(&c).await;
     let (principal, token) = principal_without_role(&c, "revoked").await;
     c.catalog
+        .access
         .put_grant(&admin, "rv", &principal.id, None, Action::Write)
         .await
         .unwrap();
@@ -1001,13 +1012,19 @@ async fn revocation_and_downgrade_take_effect() {
     };
     assert_eq!(commit(token.clone()).await, 200);
     c.catalog
+        .access
         .delete_grant(&admin, "rv", &principal.id, None)
         .await
         .unwrap();
     assert_eq!(commit(token.clone()).await, 403);
 
     assert_eq!(commit(c.write_token.clone()).await, 200);
-    let writer = c.catalog.authenticate(&c.write_token).await.unwrap();
+    let writer = c
+        .catalog
+        .sessions
+        .authenticate(&c.write_token)
+        .await
+        .unwrap();
     bootstrap::put_member(&*c.store, ORG, &writer.id, floe::model::OrgRole::Read)
         .await
         .unwrap();
@@ -1022,6 +1039,7 @@ async fn soft_deleted_public_namespaces_are_not_discoverable() {
     c.create_namespace("shown").await;
     let admin = admin_context(&c).await;
     c.catalog
+        .access
         .set_visibility(&admin, "shown", Visibility::AuthenticatedPublic)
         .await
         .unwrap();
@@ -1074,6 +1092,7 @@ async fn public_namespaces_need_role_vended_storage() {
     .assert_ok(200);
     let refused = c
         .catalog
+        .access
         .set_visibility(&admin, "keyed", Visibility::AuthenticatedPublic)
         .await
         .unwrap_err();
@@ -1089,6 +1108,7 @@ async fn public_namespaces_need_role_vended_storage() {
         .assert_ok(200);
     let refused = c
         .catalog
+        .access
         .set_visibility(&admin, "mixed", Visibility::AuthenticatedPublic)
         .await
         .unwrap_err();
@@ -1111,6 +1131,7 @@ async fn a_public_namespace_refuses_a_table_override_on_static_keys() {
     let admin = admin_context(&c).await;
     c.create_namespace("open").await;
     c.catalog
+        .access
         .set_visibility(&admin, "open", Visibility::AuthenticatedPublic)
         .await
         .unwrap();
@@ -1154,7 +1175,12 @@ async fn every_denial_is_one_audit_event_without_secrets() {
     c.post_as(&c.read_token, &table_path("au", "t"), body)
         .await
         .assert_error(403, "ForbiddenException");
-    let reader = c.catalog.authenticate(&c.read_token).await.unwrap();
+    let reader = c
+        .catalog
+        .sessions
+        .authenticate(&c.read_token)
+        .await
+        .unwrap();
     let text = captured.text();
     assert!(!text.contains(&c.read_token), "a token reached the log");
     let denials: Vec<Value> = text
@@ -1187,6 +1213,7 @@ async fn vended_credentials_follow_the_callers_action_on_the_table() {
     ] {
         let (principal, token) = principal_without_role(&c, name).await;
         c.catalog
+            .access
             .put_grant(&admin, "vd", &principal.id, Some("t"), action)
             .await
             .unwrap();

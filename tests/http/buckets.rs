@@ -375,7 +375,7 @@ async fn s3_catalog(private: bool) -> TestCatalog {
         }),
         ..Wrap::default()
     };
-    TestCatalog::custom(wrap, move |catalog| catalog.with_private_endpoints(private)).await
+    TestCatalog::custom(wrap, move |catalog| catalog.private_endpoints(private)).await
 }
 
 /// Bucket endpoints are public https hosts unless the operator allows private ones
@@ -565,7 +565,7 @@ async fn stored_dev_row(c: &TestCatalog, org: &str) -> String {
 #[tokio::test]
 async fn dev_bucket_keys_are_sealed_at_rest() {
     let c = TestCatalog::new().await;
-    let sealer = c.catalog.shared_sealer().expect("test catalogs seal");
+    let sealer = c.catalog.core.sealer.clone().expect("test catalogs seal");
     let clock = floe::clock::SystemClock;
     let start = |org: &'static str, bucket: floe::model::BucketRow| {
         let (c, sealer) = (&c, sealer.clone());

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use floe::bootstrap;
+use floe::catalog::purge::RECOVERY_PERIOD;
 use floe::clock::{Clock, ManualClock, SystemClock};
 use floe::events::publish::{NdjsonSink, Publisher, Sink, SinkError, WebhookSink};
 use floe::events::{ChangeEvent, Kind};
 use floe::model::{Principal, PrincipalKind};
-use floe::purge::RECOVERY_PERIOD;
 use floe_tests::*;
 use http::Method;
 use serde_json::{Value, json};
@@ -129,6 +129,7 @@ async fn every_change_records_exactly_one_event_with_its_fields() {
         .assert_ok(204);
     let now = SystemClock.now_ms() + RECOVERY_PERIOD.as_millis() as u64;
     c.catalog
+        .namespaces
         .purge_expired(now, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -467,9 +468,9 @@ async fn a_token_past_the_retention_is_410() {
     let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
     let shared = clock.clone();
     let c = TestCatalog::custom(Wrap::default(), move |catalog| {
-        let mut catalog = catalog.with_event_retention(Duration::from_secs(3600));
-        catalog.clock = shared;
         catalog
+            .event_retention(Duration::from_secs(3600))
+            .clock(shared)
     })
     .await;
     c.create_namespace("old").await;

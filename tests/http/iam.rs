@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use floe::catalog::purge::RECOVERY_PERIOD;
 use floe::catalog::{Catalog, issue_service_admin};
 use floe::iam::{Capability, Function, ObjectUse, SecretUse, StoreUse};
 use floe::model::{BucketAuth, BucketRow, Principal};
 use floe::objects::local::{LocalObjectStore, file_url};
 use floe::objects::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
-use floe::purge::RECOVERY_PERIOD;
 use floe::secrets::{Sealed, SecretError, SecretSealer};
 use floe::store::observed::{ObservedStore, Observer};
 use floe::vending::{AccessLevel, CredentialVendor, Vended};
@@ -209,13 +209,17 @@ impl Deployment {
             .into_iter()
             .filter(|f| f.runs_the_catalog())
             .map(|function| {
+                let core = &shared.core;
                 let catalog = Catalog::new(
-                    shared.store.clone(),
-                    shared.objects.clone(),
-                    shared.vendor.clone(),
-                    shared.clock.clone(),
-                )
-                .with_sealer(shared.shared_sealer().expect("test catalogs seal"));
+                    floe::core::Builder::new(
+                        core.store.clone(),
+                        core.objects.clone(),
+                        core.vendor.clone(),
+                    )
+                    .clock(core.clock.clone())
+                    .sealer(core.sealer.clone().expect("test catalogs seal"))
+                    .build(),
+                );
                 (function, Arc::new(catalog))
             })
             .collect();
@@ -696,6 +700,7 @@ async fn every_function_uses_exactly_what_it_declares() {
     recorder.set(Some(Function::Purge));
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = d.instances[&Function::Purge]
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use floe::catalog::Catalog;
 use floe::clock::{Clock, ManualClock};
+use floe::core::Builder;
 use floe::store::Write;
 use floe_tests::*;
 use http::Method;
@@ -115,7 +115,7 @@ async fn config_advertises_the_key_lifetime() {
     assert_eq!(config.assert_ok(200)["idempotency-key-lifetime"], "PT30M");
 
     let off = TestCatalog::custom(Wrap::default(), |catalog| {
-        catalog.with_idempotency_lifetime(None)
+        catalog.idempotency_lifetime(None)
     })
     .await;
     let config = off.get(&format!("/v1/config?warehouse={ORG}")).await;
@@ -174,7 +174,12 @@ async fn a_replay_is_refused_to_a_principal_that_lost_access() {
     c.create_table("idem", "t").await;
     c.create_table("idem", "gone").await;
     c.create_table("idem", "r").await;
-    let writer = c.catalog.authenticate(&c.write_token).await.unwrap();
+    let writer = c
+        .catalog
+        .sessions
+        .authenticate(&c.write_token)
+        .await
+        .unwrap();
     let member = format!(
         "/orgs/{ORG}/members/{}",
         floe::catalog::display_principal(&writer.id)
@@ -459,11 +464,8 @@ fn manual_clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(now))
 }
 
-fn with_clock(clock: Arc<ManualClock>) -> impl FnOnce(Catalog) -> Catalog {
-    move |mut catalog| {
-        catalog.clock = clock;
-        catalog
-    }
+fn with_clock(clock: Arc<ManualClock>) -> impl FnOnce(Builder) -> Builder {
+    move |builder| builder.clock(clock)
 }
 
 /// A request that holds its key past the lease (it hangs) is taken over by its retry, which

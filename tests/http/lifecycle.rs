@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use floe::purge::RECOVERY_PERIOD;
+use floe::catalog::purge::RECOVERY_PERIOD;
 use floe::store::Write;
 use floe::store::rows::keys;
 use floe_tests::*;
@@ -154,6 +154,7 @@ async fn drop_list_restore_then_an_immediate_purge_frees_the_name() {
     assert!(due >= asked && due <= now_ms(), "{listed}");
     let report = c
         .catalog
+        .namespaces
         .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -192,6 +193,7 @@ async fn the_purge_takes_immediate_requests_first() {
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = c
         .catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -199,6 +201,7 @@ async fn the_purge_takes_immediate_requests_first() {
     // Before its recovery period ends, an ordinary delete is left alone.
     let report = c
         .catalog
+        .namespaces
         .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -248,6 +251,7 @@ async fn retain_data_frees_the_name_and_keeps_every_byte() {
     // No purge ever touches the kept bytes.
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     c.catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -298,8 +302,12 @@ async fn a_restore_after_the_purge_began_is_409() {
     .assert_ok(204);
     armed.store(true, Ordering::SeqCst);
     let catalog = c.catalog.clone();
-    let purge =
-        tokio::spawn(async move { catalog.purge_expired(now_ms(), RECOVERY_PERIOD, 100).await });
+    let purge = tokio::spawn(async move {
+        catalog
+            .namespaces
+            .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
+            .await
+    });
     // The purge has emptied the prefix and is about to remove the row.
     pause.reached().await;
     let listed = recoverable_named(&c, "going").await.unwrap();

@@ -247,7 +247,12 @@ async fn an_api_client_created_with_role_none_reads_only_what_it_is_granted() {
 #[tokio::test]
 async fn members_teams_and_me() {
     let c = TestCatalog::new().await;
-    let writer = c.catalog.authenticate(&c.write_token).await.unwrap();
+    let writer = c
+        .catalog
+        .sessions
+        .authenticate(&c.write_token)
+        .await
+        .unwrap();
     let writer_id = floe::catalog::display_principal(&writer.id);
     let members = |principal: &str| format!("/orgs/{ORG}/members/{principal}");
     c.management(

@@ -56,5 +56,5 @@ async fn a_restart_bootstraps_without_writing() {
     let (second, boot, counts) = open(Arc::default()).await;
     assert!(!boot.created_org);
     assert_eq!(counts.writes, 0, "{counts:?}");
-    assert!(second.authenticate(token).await.is_ok());
+    assert!(second.sessions.authenticate(token).await.is_ok());
 }

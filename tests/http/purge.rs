@@ -1,8 +1,8 @@
 use std::sync::atomic::Ordering;
 
 use floe::bootstrap;
+use floe::catalog::purge::RECOVERY_PERIOD;
 use floe::model::{BucketAuth, BucketRow, NamespaceRow};
-use floe::purge::RECOVERY_PERIOD;
 use floe::store::rows::{self, keys};
 use floe::store::{Condition, Key, Write};
 use floe_tests::*;
@@ -74,6 +74,7 @@ async fn expired_namespaces_are_emptied_and_removed_and_nothing_else() {
     // Within the recovery period nothing is touched.
     let early = c
         .catalog
+        .namespaces
         .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -83,6 +84,7 @@ async fn expired_namespaces_are_emptied_and_removed_and_nothing_else() {
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = c
         .catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -106,6 +108,7 @@ async fn expired_namespaces_are_emptied_and_removed_and_nothing_else() {
     // A second run finds nothing more to do.
     let rerun = c
         .catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -122,6 +125,7 @@ async fn a_run_killed_midway_is_finished_by_the_next() {
     c.delete_files(&files[..files.len() / 2]).await;
     let report = c
         .catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -136,6 +140,7 @@ async fn a_run_killed_midway_is_finished_by_the_next() {
     c.delete_files(&files).await;
     let report = c
         .catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -167,6 +172,7 @@ async fn a_restored_namespace_is_not_purged() {
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = c
         .catalog
+        .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -228,8 +234,12 @@ async fn a_restore_after_the_purge_read_the_namespace_keeps_its_new_files() {
     let location = dropped_empty_namespace(&c, "raced").await;
     armed.store(true, Ordering::SeqCst);
     let catalog = c.catalog.clone();
-    let purge =
-        tokio::spawn(async move { catalog.purge_expired(later(), RECOVERY_PERIOD, 100).await });
+    let purge = tokio::spawn(async move {
+        catalog
+            .namespaces
+            .purge_expired(later(), RECOVERY_PERIOD, 100)
+            .await
+    });
     // The purge has read the expired namespace; it is restored and written to before it goes on.
     pause.reached().await;
     let restored = c.create_namespace("raced").await;
@@ -265,6 +275,7 @@ async fn a_restore_that_read_the_namespace_before_the_purge_fenced_it_is_409() {
         pause.reached().await;
         let report = c
             .catalog
+            .namespaces
             .purge_expired(later(), RECOVERY_PERIOD, 100)
             .await
             .unwrap();
@@ -294,8 +305,12 @@ async fn restoring_a_namespace_being_purged_is_409() {
     let location = dropped_empty_namespace(&c, "going").await;
     armed.store(true, Ordering::SeqCst);
     let catalog = c.catalog.clone();
-    let purge =
-        tokio::spawn(async move { catalog.purge_expired(later(), RECOVERY_PERIOD, 100).await });
+    let purge = tokio::spawn(async move {
+        catalog
+            .namespaces
+            .purge_expired(later(), RECOVERY_PERIOD, 100)
+            .await
+    });
     // The purge has emptied the prefix and is about to remove the row.
     pause.reached().await;
     assert!(c.files_under(&location).await.is_empty());
@@ -392,6 +407,7 @@ async fn a_namespace_whose_storage_fails_does_not_stop_the_run() {
 
     let report = c
         .catalog
+        .namespaces
         .purge_expired(later(), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -429,6 +445,7 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
     // One namespace per run: the failing one comes first, then waits out its backoff.
     let first = c
         .catalog
+        .namespaces
         .purge_expired(at, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -438,6 +455,7 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
     );
     let second = c
         .catalog
+        .namespaces
         .purge_expired(at, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -448,6 +466,7 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
     assert!(c.files_under(&fine).await.is_empty());
     let waiting = c
         .catalog
+        .namespaces
         .purge_expired(at + hour / 2, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -456,6 +475,7 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
     // After the backoff it is retried; the next wait is longer.
     let third = c
         .catalog
+        .namespaces
         .purge_expired(at + hour, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -463,6 +483,7 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
     assert_eq!(namespace_row(&c, "broken").await.unwrap().purge_attempts, 2);
     let waiting = c
         .catalog
+        .namespaces
         .purge_expired(at + 2 * hour, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -482,6 +503,7 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
         .unwrap();
     let fixed = c
         .catalog
+        .namespaces
         .purge_expired(at + 3 * hour, RECOVERY_PERIOD, 1)
         .await
         .unwrap();
@@ -500,6 +522,7 @@ async fn a_namespace_counts_as_purged_only_once_its_row_is_gone() {
     // The removal's outcome is unknown (and it did not land): the files are gone, the row not.
     let report = c
         .catalog
+        .namespaces
         .purge_expired(at, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -516,6 +539,7 @@ async fn a_namespace_counts_as_purged_only_once_its_row_is_gone() {
     let hour = 60 * 60 * 1000;
     let report = c
         .catalog
+        .namespaces
         .purge_expired(at + hour, RECOVERY_PERIOD, 100)
         .await
         .unwrap();
@@ -544,7 +568,10 @@ async fn a_purge_racing_a_restore_never_lets_both_win() {
             }
             (answer, restored)
         };
-        let purge = c.catalog.purge_expired(later(), RECOVERY_PERIOD, 100);
+        let purge = c
+            .catalog
+            .namespaces
+            .purge_expired(later(), RECOVERY_PERIOD, 100);
         let ((answer, restored), report) = tokio::join!(restore, purge);
         let report = report.unwrap();
         let purged = report.purged.contains(&format!("{ORG}/{name}"));

@@ -316,11 +316,14 @@ async fn an_opted_in_bucket_hands_its_keys_to_writers_only() {
     // Public namespaces never sit on static keys, opted in or not.
     let admin: OrgContext = c
         .catalog
+        .core
+        .lookups
         .org_context(&floe::bootstrap::dev_admin(ORG), ORG)
         .await
         .unwrap();
     assert!(
         c.catalog
+            .access
             .set_visibility(&admin, "keyed", Visibility::AuthenticatedPublic)
             .await
             .is_err()

@@ -35,10 +35,11 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
         .await
         .unwrap();
     catalog
+        .access
         .make_service_admin(&floe::bootstrap::dev_admin("demo"))
         .await
         .unwrap();
-    let store = &*catalog.store;
+    let store = &*catalog.core.store;
     floe::bootstrap::put_member(store, "demo", "api-client:events_client", OrgRole::Read)
         .await
         .unwrap();
@@ -107,7 +108,7 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
     let now_ms = floe::clock::Clock::now_ms(&floe::clock::SystemClock);
     let expires_at = now_ms / 1000 + 3600;
     let session = SessionRow {
-        principal: catalog.authenticate(TOKEN).await.unwrap(),
+        principal: catalog.sessions.authenticate(TOKEN).await.unwrap(),
         token_hash: Some(floe::auth::hash_token(TOKEN)),
         created_ms: now_ms,
         expires_at,
@@ -359,10 +360,13 @@ async fn management_events_land_as_sent() {
 
     // A principal percent-encoded in the raw path (`user%3Aevents-user`) is decoded once.
     assert_eq!(management("put-member.json").await["statusCode"], 204);
-    let member = rows::get::<MemberRow>(&*catalog.store, &keys::member("demo", "user:events-user"))
-        .await
-        .unwrap()
-        .expect("the member row of user:events-user");
+    let member = rows::get::<MemberRow>(
+        &*catalog.core.store,
+        &keys::member("demo", "user:events-user"),
+    )
+    .await
+    .unwrap()
+    .expect("the member row of user:events-user");
     assert_eq!(member.row.role, OrgRole::Read);
 
     // The query string names the grant to remove.
@@ -514,10 +518,12 @@ impl floe::store::MetaStore for PanickingStore {
 #[tokio::test]
 async fn a_panic_becomes_a_spec_500_not_a_runtime_crash() {
     let catalog = Arc::new(Catalog::new(
-        Arc::new(PanickingStore),
-        Arc::new(floe::objects::local::LocalObjectStores),
-        Arc::new(floe::vending::NoVending),
-        Arc::new(floe::clock::SystemClock),
+        floe::core::Builder::new(
+            Arc::new(PanickingStore),
+            Arc::new(floe::objects::local::LocalObjectStores),
+            Arc::new(floe::vending::NoVending),
+        )
+        .build(),
     ));
     let raw = std::fs::read_to_string(events_dir().join("get-config.json")).unwrap();
     let answer = invoke(catalog, Function::Config, &raw).await;

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use floe::bootstrap::{self, DevSettings};
 use floe::catalog::Catalog;
 use floe::clock::SystemClock;
+use floe::core::Builder;
 use floe::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, S3Defaults};
 use floe::objects::local::{LocalObjectStores, file_url};
 use floe::objects::s3::S3Stores;
@@ -215,7 +216,7 @@ impl TestCatalog {
     pub async fn with_fault_configured(
         target: Target,
         fault: Fault,
-        configure: impl FnOnce(Catalog) -> Catalog,
+        configure: impl FnOnce(Builder) -> Builder,
     ) -> (Self, Arc<AtomicBool>) {
         let armed = Arc::new(AtomicBool::new(false));
         let flag = armed.clone();
@@ -236,13 +237,13 @@ impl TestCatalog {
     /// A catalog that also authenticates OIDC users with `verifier`.
     pub async fn with_oidc(verifier: Arc<floe::auth::oidc::OidcVerifier>) -> Self {
         Self::build_with(Backend::from_env(), Wrap::default(), move |catalog| {
-            catalog.with_oidc(verifier)
+            catalog.oidc(verifier)
         })
         .await
     }
 
     /// A catalog with wrapped adapters whose options `configure` sets (a clock, say).
-    pub async fn custom(wrap: Wrap, configure: impl FnOnce(Catalog) -> Catalog) -> Self {
+    pub async fn custom(wrap: Wrap, configure: impl FnOnce(Builder) -> Builder) -> Self {
         Self::build_with(Backend::from_env(), wrap, configure).await
     }
 
@@ -254,7 +255,7 @@ impl TestCatalog {
     async fn build_with(
         backend: Backend,
         wrap: Wrap,
-        configure: impl FnOnce(Catalog) -> Catalog,
+        configure: impl FnOnce(Builder) -> Builder,
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let parts = match backend {
@@ -384,15 +385,13 @@ impl TestCatalog {
         .await
         .unwrap();
         let store = (wrap.store)(inner);
-        let catalog = Arc::new(configure(
-            Catalog::new(
-                store.clone(),
-                (wrap.objects)(parts.objects.clone()),
-                (wrap.vendor)(parts.vendor),
-                Arc::new(clock),
-            )
-            .with_sealer((wrap.sealer)(sealer)),
-        ));
+        let builder = Builder::new(store.clone(), parts.objects.clone(), parts.vendor)
+            .clock(Arc::new(clock))
+            .sealer(sealer)
+            .wrap_objects(wrap.objects)
+            .wrap_vendor(wrap.vendor)
+            .wrap_sealer(wrap.sealer);
+        let catalog = Arc::new(Catalog::new(configure(builder).build()));
         let router = floe::http::full_router(catalog.clone());
         let sts = parts.sts;
         Self {
@@ -414,7 +413,7 @@ impl TestCatalog {
 
     /// Static keys sealed as the catalog seals them (a bucket configuration's auth).
     pub async fn sealed_hmac(&self, access_key_id: &str, secret: &str) -> BucketAuth {
-        let sealer = self.catalog.sealer().expect("test catalogs seal");
+        let sealer = self.catalog.core.sealer().expect("test catalogs seal");
         let sealed = sealer.seal(secret.as_bytes()).await.unwrap();
         BucketAuth::SealedHmac {
             access_key_id: access_key_id.into(),

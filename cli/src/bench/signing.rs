@@ -24,6 +24,7 @@ pub async fn move_onto_static_keys(
         return Err(format!("not a table path: {table_path}"));
     };
     let sealer = catalog
+        .core
         .sealer()
         .ok_or("the bench's catalog cannot seal secrets")?;
     let sealed = sealer
@@ -43,16 +44,16 @@ pub async fn move_onto_static_keys(
         path_style: true,
         static_keys_to_writers: false,
     };
-    floe::bootstrap::put_bucket(&*catalog.store, org, &bucket)
+    floe::bootstrap::put_bucket(&*catalog.core.store, org, &bucket)
         .await
         .map_err(|e| e.to_string())?;
-    let ns = rows::get::<NamespaceRow>(&*catalog.store, &keys::namespace(org, namespace))
+    let ns = rows::get::<NamespaceRow>(&*catalog.core.store, &keys::namespace(org, namespace))
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the bench's namespace is gone")?
         .row;
     let key = keys::table(&ns.id, table);
-    let current = rows::get::<TableRow>(&*catalog.store, &key)
+    let current = rows::get::<TableRow>(&*catalog.core.store, &key)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the bench's table is gone")?;
@@ -64,6 +65,7 @@ pub async fn move_onto_static_keys(
         ..current.row
     };
     catalog
+        .core
         .store
         .write(vec![rows::put_tokened(
             key,

@@ -69,19 +69,20 @@ pub fn fit_lambda_limits(router: axum::Router) -> axum::Router {
     ))
 }
 
-pub use floe::purge::NAMESPACES_PER_RUN as PURGE_NAMESPACES_PER_RUN;
+pub use floe::catalog::purge::NAMESPACES_PER_RUN as PURGE_NAMESPACES_PER_RUN;
 
 /// The scheduled purge: one bounded run; a run cut short is finished by the next.
 pub async fn purge(
     catalog: &Catalog,
     event: lambda_runtime::LambdaEvent<serde_json::Value>,
-) -> Result<floe::purge::PurgeReport, lambda_runtime::Error> {
+) -> Result<floe::catalog::purge::PurgeReport, lambda_runtime::Error> {
     use floe::clock::{Clock, SystemClock};
     tracing::info!(request_id = %event.context.request_id, "purge run started");
     let report = catalog
+        .namespaces
         .purge_expired(
             SystemClock.now_ms(),
-            floe::purge::RECOVERY_PERIOD,
+            floe::catalog::purge::RECOVERY_PERIOD,
             PURGE_NAMESPACES_PER_RUN,
         )
         .await?;

@@ -2,15 +2,17 @@
 //! visibility and bucket, and a table's parsed metadata. Each is authorized exactly as the
 //! Iceberg operation that reads the same thing (listNamespaces, loadTable).
 
+use super::metadata::MetadataCache;
+use crate::core::Core;
 use std::sync::Arc;
 
 use iceberg::spec::TableMetadata;
 
-use super::{Catalog, OrgContext};
+use super::OrgContext;
 use crate::authz::{Action, Resource, authorize};
 use crate::error::Result;
 use crate::model::{NamespaceRow, TableRow, Visibility};
-use crate::store::rows::keys;
+use crate::store::rows::{self, keys};
 
 /// A namespace as a reader sees it in a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,23 +26,34 @@ pub struct NamespaceSummary {
     pub created_ms: u64,
 }
 
-impl Catalog {
+/// What the web view shows beyond the REST API: namespace summaries, table metadata.
+pub struct BrowseService {
+    core: Arc<Core>,
+    metadata: Arc<MetadataCache>,
+}
+
+impl BrowseService {
+    pub fn new(core: Arc<Core>, metadata: Arc<MetadataCache>) -> Self {
+        Self { core, metadata }
+    }
+}
+
+impl BrowseService {
     /// The live namespaces of the org that the caller may read, by name: the same set that
     /// listNamespaces returns, with what a person browsing wants to see of each.
     pub async fn namespace_summaries(&self, ctx: &OrgContext) -> Result<Vec<NamespaceSummary>> {
         authorize(&ctx.access, Resource::Catalog, Action::Read)?;
-        let found: Vec<NamespaceRow> = self
-            .collect_rows(
-                &keys::org_partition(&ctx.org.name),
-                keys::NAMESPACE_PREFIX,
-                None,
-                usize::MAX,
-                |ns: &NamespaceRow| {
-                    ns.deleted_ms.is_none()
-                        && ctx.access.allows(Resource::Namespace(ns), Action::Read)
-                },
-            )
-            .await?;
+        let found: Vec<NamespaceRow> = rows::collect(
+            &*self.core.store,
+            &keys::org_partition(&ctx.org.name),
+            keys::NAMESPACE_PREFIX,
+            None,
+            usize::MAX,
+            |ns: &NamespaceRow| {
+                ns.deleted_ms.is_none() && ctx.access.allows(Resource::Namespace(ns), Action::Read)
+            },
+        )
+        .await?;
         let mut summaries = Vec::with_capacity(found.len());
         for ns in found {
             let table_count = self.listed_table_count(ctx, &ns).await?;
@@ -62,23 +75,23 @@ impl Catalog {
         if ctx.access.reads_every_table(ns) {
             return Ok(ns.table_count);
         }
-        let readable: Vec<TableRow> = self
-            .collect_rows(
-                &keys::namespace_partition(&ns.id),
-                keys::TABLE_PREFIX,
-                None,
-                usize::MAX,
-                |t: &TableRow| {
-                    ctx.access.allows(
-                        Resource::Table {
-                            namespace: ns,
-                            table: &t.name,
-                        },
-                        Action::Read,
-                    )
-                },
-            )
-            .await?;
+        let readable: Vec<TableRow> = rows::collect(
+            &*self.core.store,
+            &keys::namespace_partition(&ns.id),
+            keys::TABLE_PREFIX,
+            None,
+            usize::MAX,
+            |t: &TableRow| {
+                ctx.access.allows(
+                    Resource::Table {
+                        namespace: ns,
+                        table: &t.name,
+                    },
+                    Action::Read,
+                )
+            },
+        )
+        .await?;
         Ok(readable.len() as u64)
     }
 
@@ -91,13 +104,15 @@ impl Catalog {
         table: &str,
     ) -> Result<Arc<TableMetadata>> {
         let (ns, row) = self
+            .core
+            .lookups
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
-        let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
-        let objects = self.objects_for(&bucket).await?;
+        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         let (_, parsed) = self
             .metadata
-            .load_parsed(&*objects, &Self::table_ref(ctx, &ns, &row.row))
+            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
             .await?;
         Ok(parsed)
     }

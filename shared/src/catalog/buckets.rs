@@ -2,10 +2,12 @@
 //! chosen by nickname. Org admins add, list, remove and pick the default; secrets are never
 //! answered.
 
+use crate::core::Core;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use super::namespaces::busy;
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
+use super::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, NamespaceRow, OrgRow, Platform, TableRow};
@@ -87,7 +89,18 @@ pub enum AuthView {
     Server,
 }
 
-impl Catalog {
+/// Bucket configurations of an org.
+pub struct BucketService {
+    core: Arc<Core>,
+}
+
+impl BucketService {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+}
+
+impl BucketService {
     /// Adds a bucket configuration (org admins) after checking that the bucket is reachable
     /// with the given auth. A customer-managed role gets a server-generated external id, which
     /// the answer shows: the customer's trust policy must name it.
@@ -99,15 +112,18 @@ impl Catalog {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
         let row = bucket_row(request)?;
         if let Some(endpoint) = &row.endpoint {
-            check_endpoint(endpoint, self.private_endpoints).await?;
+            check_endpoint(endpoint, self.core.limits.private_endpoints).await?;
         }
         if matches!(row.auth, BucketAuth::Hmac { .. }) {
-            secrets::required(self.sealer())
+            secrets::required(self.core.sealer())
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
         }
-        if rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, &row.nickname))
-            .await?
-            .is_some()
+        if rows::get::<BucketRow>(
+            &*self.core.store,
+            &keys::bucket(&ctx.org.name, &row.nickname),
+        )
+        .await?
+        .is_some()
         {
             return Err(already_exists(&row.nickname));
         }
@@ -119,6 +135,7 @@ impl Catalog {
         }
         let row = self.sealed(row).await?;
         match self
+            .core
             .store
             .write(vec![rows::put(
                 keys::bucket(&ctx.org.name, &row.nickname),
@@ -138,15 +155,15 @@ impl Catalog {
     /// The org's bucket configurations (org admins).
     pub async fn list_buckets(&self, ctx: &OrgContext) -> Result<Vec<BucketView>> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
-        let rows: Vec<BucketRow> = self
-            .collect_rows(
-                &keys::org_partition(&ctx.org.name),
-                "BUCKET#",
-                None,
-                usize::MAX,
-                |_| true,
-            )
-            .await?;
+        let rows: Vec<BucketRow> = rows::collect(
+            &*self.core.store,
+            &keys::org_partition(&ctx.org.name),
+            "BUCKET#",
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await?;
         Ok(rows.iter().map(|b| view(b, &ctx.org)).collect())
     }
 
@@ -165,15 +182,15 @@ impl Catalog {
         if ctx.org.default_bucket == nickname {
             return Err(in_use(nickname, "it is the org's default"));
         }
-        let namespaces: Vec<NamespaceRow> = self
-            .collect_rows(
-                &keys::org_partition(&ctx.org.name),
-                keys::NAMESPACE_PREFIX,
-                None,
-                usize::MAX,
-                |_| true,
-            )
-            .await?;
+        let namespaces: Vec<NamespaceRow> = rows::collect(
+            &*self.core.store,
+            &keys::org_partition(&ctx.org.name),
+            keys::NAMESPACE_PREFIX,
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await?;
         if let Some(ns) = namespaces.iter().find(|ns| ns.bucket == nickname) {
             return Err(in_use(
                 nickname,
@@ -181,19 +198,19 @@ impl Catalog {
             ));
         }
         for ns in &namespaces {
-            let overrides: Vec<TableRow> = self
-                .collect_rows(
-                    &keys::namespace_partition(&ns.id),
-                    keys::TABLE_PREFIX,
-                    None,
-                    1,
-                    |t: &TableRow| {
-                        t.storage_override
-                            .as_ref()
-                            .is_some_and(|s| s.bucket == nickname)
-                    },
-                )
-                .await?;
+            let overrides: Vec<TableRow> = rows::collect(
+                &*self.core.store,
+                &keys::namespace_partition(&ns.id),
+                keys::TABLE_PREFIX,
+                None,
+                1,
+                |t: &TableRow| {
+                    t.storage_override
+                        .as_ref()
+                        .is_some_and(|s| s.bucket == nickname)
+                },
+            )
+            .await?;
             if let Some(table) = overrides.first() {
                 return Err(in_use(
                     nickname,
@@ -201,13 +218,17 @@ impl Catalog {
                 ));
             }
         }
-        self.store
+        self.core
+            .store
             .write(vec![Write::Delete {
                 key: keys::bucket(&ctx.org.name, nickname),
                 condition: Condition::Exists,
             }])
             .await?;
-        self.buckets.clear();
+        self.core
+            .lookups
+            .bucket_changed(&ctx.org.name, nickname)
+            .await;
         tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname, "bucket configuration removed");
         Ok(())
     }
@@ -215,9 +236,12 @@ impl Catalog {
     /// Picks the bucket configuration namespaces use unless they name another (org admins).
     pub async fn set_default_bucket(&self, ctx: &OrgContext, nickname: &str) -> Result<()> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
-        self.usable_bucket(&ctx.org.name, nickname).await?;
+        self.core
+            .lookups
+            .usable_bucket(&ctx.org.name, nickname)
+            .await?;
         for _ in 0..ROW_RACE_RETRIES {
-            let org = rows::get::<OrgRow>(&*self.store, &keys::org(&ctx.org.name))
+            let org = rows::get::<OrgRow>(&*self.core.store, &keys::org(&ctx.org.name))
                 .await?
                 .ok_or_else(|| {
                     CatalogError::NotFound(format!("Org does not exist: {}", ctx.org.name))
@@ -225,6 +249,7 @@ impl Catalog {
             let mut row = org.row.clone();
             row.default_bucket = nickname.to_owned();
             match self
+                .core
                 .store
                 .write(vec![rows::put(
                     keys::org(&ctx.org.name),
@@ -234,7 +259,7 @@ impl Catalog {
                 .await
             {
                 Ok(()) => {
-                    self.standing.clear();
+                    self.core.lookups.org_access_changed(&ctx.org.name);
                     tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname, "default bucket set");
                     return Ok(());
                 }
@@ -247,16 +272,11 @@ impl Catalog {
 
     /// The row as stored: static keys' secret sealed, never in plain text.
     async fn sealed(&self, row: BucketRow) -> Result<BucketRow> {
-        crate::core::bucket_keys::sealed(self.sealer(), row).await
-    }
-
-    /// A stored row ready for use: a sealed secret opened, in memory only.
-    pub(crate) async fn opened(&self, row: BucketRow) -> Result<BucketRow> {
-        crate::core::bucket_keys::opened(self.sealer(), row).await
+        crate::core::bucket_keys::sealed(self.core.sealer(), row).await
     }
 
     async fn bucket_row(&self, ctx: &OrgContext, nickname: &str) -> Result<BucketRow> {
-        rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
+        rows::get::<BucketRow>(&*self.core.store, &keys::bucket(&ctx.org.name, nickname))
             .await?
             .map(|v| v.row)
             .ok_or_else(|| {
@@ -277,7 +297,7 @@ impl Catalog {
                 row.root
             ))
         };
-        let objects = self.objects_for(row).await?;
+        let objects = self.core.lookups.objects_for(row).await?;
         match objects.get(&location).await {
             Ok(bytes) if String::from_utf8_lossy(&bytes).trim() == expected => Ok(()),
             Ok(_) => Err(unproven("the ownership object holds another value")),
@@ -294,7 +314,7 @@ impl Catalog {
     /// bucket cannot be reached, with the storage error code only (what the endpoint answered
     /// is logged, never answered).
     async fn probe(&self, row: &BucketRow) -> Result<()> {
-        let objects = self.objects.for_bucket(row).await.map_err(|e| {
+        let objects = self.core.objects.for_bucket(row).await.map_err(|e| {
             CatalogError::BadRequest(format!(
                 "Bucket '{}' is not reachable with the given auth: {e}",
                 row.root

@@ -1,14 +1,26 @@
 //! `GET /v1/config`: resolves a warehouse (an org name) to the catalog prefix.
 
+use crate::core::Core;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::Catalog;
 use crate::error::{CatalogError, Result};
 use crate::model::Principal;
 use crate::routes::advertised_endpoints;
 use crate::types::CatalogConfig;
 
-impl Catalog {
+/// `GET /v1/config`.
+pub struct ConfigService {
+    core: Arc<Core>,
+}
+
+impl ConfigService {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+}
+
+impl ConfigService {
     pub async fn get_config(
         &self,
         principal: &Principal,
@@ -24,7 +36,7 @@ impl Catalog {
                 "Invalid warehouse '{warehouse}': the warehouse is an organization name, not org/bucket"
             )));
         }
-        let ctx = self.org_context(principal, warehouse).await?;
+        let ctx = self.core.lookups.org_context(principal, warehouse).await?;
         let overrides = BTreeMap::from([
             ("prefix".to_owned(), ctx.org.name.clone()),
             ("warehouse".to_owned(), ctx.org.name.clone()),
@@ -33,7 +45,7 @@ impl Catalog {
             defaults: BTreeMap::new(),
             overrides,
             endpoints: advertised_endpoints(),
-            idempotency_key_lifetime: self.idempotency_lifetime.map(iso_duration),
+            idempotency_key_lifetime: self.core.keys.lifetime().map(iso_duration),
         })
     }
 }

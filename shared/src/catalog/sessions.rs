@@ -6,9 +6,10 @@
 //! re-checks its token's row on use (through the auth cache), so deleting the api client ends
 //! it; a JWT session expires with the JWT's `exp`.
 
+use crate::core::Core;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::Catalog;
 use crate::error::{CatalogError, Result};
 use crate::model::Principal;
 use crate::store::rows::{self, SessionRow, keys};
@@ -50,10 +51,26 @@ fn well_formed(id: &str) -> bool {
     id.len() == SESSION_ID_LEN && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
-impl Catalog {
+/// Authentication of bearer tokens and the web view's sessions.
+pub struct SessionService {
+    core: Arc<Core>,
+}
+
+impl SessionService {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+
+    /// The principal of a bearer token (see [`crate::core::Authenticator`]).
+    pub async fn authenticate(&self, token: &str) -> Result<Principal> {
+        self.core.authn.authenticate(token).await
+    }
+}
+
+impl SessionService {
     /// Authenticates `token` as the API does and opens a session for its principal.
     pub async fn open_session(&self, token: &str) -> Result<OpenedSession> {
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.core.clock.now_ms();
         let mut expires_at = now_ms / 1000 + SESSION_LIFETIME.as_secs();
         let (principal, token_hash) = if crate::auth::is_api_client_token(token) {
             (
@@ -61,7 +78,7 @@ impl Catalog {
                 Some(crate::auth::hash_token(token)),
             )
         } else {
-            let Some(verifier) = self.oidc.as_deref() else {
+            let Some(verifier) = self.core.authn.oidc() else {
                 // The same refusal as the API's, for the same reason.
                 return Err(self.authenticate(token).await.err().unwrap_or_else(refused));
             };
@@ -76,7 +93,8 @@ impl Catalog {
             created_ms: now_ms,
             expires_at,
         };
-        self.store
+        self.core
+            .store
             .write(vec![rows::put_expiring(
                 session_key(&id),
                 &row,
@@ -98,25 +116,19 @@ impl Catalog {
         if !well_formed(id) {
             return Err(refused());
         }
-        let Some(found) = rows::get::<SessionRow>(&*self.store, &session_key(id)).await? else {
+        let Some(found) = rows::get::<SessionRow>(&*self.core.store, &session_key(id)).await?
+        else {
             return Err(refused());
         };
         // The store's TTL reaps late: the expiry is checked here.
-        if found.row.expires_at <= self.clock.now_ms() / 1000 {
+        if found.row.expires_at <= self.core.clock.now_ms() / 1000 {
             return Err(refused());
         }
         match &found.row.token_hash {
-            Some(hash) => self
-                .tokens
-                .get_or_load(
-                    hash.clone(),
-                    crate::auth::authenticate_hash(&*self.store, hash),
-                )
-                .await
-                .map_err(|e| match e {
-                    CatalogError::Unauthenticated(_) => refused(),
-                    other => other,
-                }),
+            Some(hash) => self.core.authn.by_hash(hash).await.map_err(|e| match e {
+                CatalogError::Unauthenticated(_) => refused(),
+                other => other,
+            }),
             None => Ok(found.row.principal),
         }
     }
@@ -126,7 +138,8 @@ impl Catalog {
         if !well_formed(id) {
             return Ok(());
         }
-        self.store
+        self.core
+            .store
             .write(vec![Write::Delete {
                 key: session_key(id),
                 condition: Condition::Always,

@@ -6,12 +6,11 @@
 //! exactly when its change landed. Events carry a gap-free sequence per org, so a reader knows
 //! it missed nothing. They are published afterwards, at least once and in order (DynamoDB's
 //! stream and the `floe-events` function on AWS, [`publish`] beside `floe serve`), and read back
-//! through `GET /api/v1/orgs/{org}/events` ([`read`]).
+//! through `GET /api/v1/orgs/{org}/events`.
 
 pub mod commit;
 pub mod outbox;
 pub mod publish;
-pub mod read;
 
 use serde::{Deserialize, Serialize};
 

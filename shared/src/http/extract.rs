@@ -34,7 +34,12 @@ impl FromRequestParts<AppState> for Authenticated {
             })
             .transpose()?;
         let token = auth::bearer(header)?;
-        state.catalog.authenticate(token).await.map(Authenticated)
+        state
+            .catalog
+            .sessions
+            .authenticate(token)
+            .await
+            .map(Authenticated)
     }
 }
 

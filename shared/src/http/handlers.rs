@@ -89,7 +89,7 @@ pub async fn get_config(
     Authenticated(p): Authenticated,
     q: QueryMap,
 ) -> Answer {
-    Ok(Json(s.catalog.get_config(&p, q.get("warehouse")).await?).into_response())
+    Ok(Json(s.catalog.config.get_config(&p, q.get("warehouse")).await?).into_response())
 }
 
 pub async fn list_namespaces(
@@ -98,10 +98,16 @@ pub async fn list_namespaces(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
+            .namespaces
             .list_namespaces(&ctx, q.get("parent"), &page)
             .await?,
     )
@@ -114,8 +120,13 @@ pub async fn create_namespace(
     params: Params,
     JsonBody(body): JsonBody<CreateNamespaceRequest>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
-    Ok(Json(s.catalog.create_namespace(&ctx, body).await?).into_response())
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
+    Ok(Json(s.catalog.namespaces.create_namespace(&ctx, body).await?).into_response())
 }
 
 pub async fn load_namespace(
@@ -123,8 +134,19 @@ pub async fn load_namespace(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
-    Ok(Json(s.catalog.load_namespace(&ctx, &params.namespace()?).await?).into_response())
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
+    Ok(Json(
+        s.catalog
+            .namespaces
+            .load_namespace(&ctx, &params.namespace()?)
+            .await?,
+    )
+    .into_response())
 }
 
 pub async fn namespace_exists(
@@ -132,8 +154,14 @@ pub async fn namespace_exists(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     s.catalog
+        .namespaces
         .namespace_exists(&ctx, &params.namespace()?)
         .await?;
     Ok(no_content())
@@ -144,8 +172,16 @@ pub async fn drop_namespace(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
-    s.catalog.drop_namespace(&ctx, &params.namespace()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
+    s.catalog
+        .namespaces
+        .drop_namespace(&ctx, &params.namespace()?)
+        .await?;
     Ok(no_content())
 }
 
@@ -155,9 +191,15 @@ pub async fn update_namespace_properties(
     params: Params,
     JsonBody(body): JsonBody<UpdateNamespacePropertiesRequest>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let answer = s
         .catalog
+        .namespaces
         .update_namespace_properties(&ctx, &params.namespace()?, body)
         .await?;
     Ok(Json(answer).into_response())
@@ -169,10 +211,16 @@ pub async fn list_tables(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
+            .tables
             .list_tables(&ctx, &params.namespace()?, &page)
             .await?,
     )
@@ -185,10 +233,16 @@ pub async fn list_views(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
+            .tables
             .list_views(&ctx, &params.namespace()?, &page)
             .await?,
     )
@@ -203,10 +257,16 @@ pub async fn create_table(
     q: QueryMap,
     JsonBody(body): JsonBody<CreateTableRequest>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let options = table_options(&headers, &q)?;
     let created = s
         .catalog
+        .tables
         .create_table(&ctx, &params.namespace()?, body, options)
         .await?;
     Ok(table_response(created))
@@ -219,10 +279,19 @@ pub async fn load_table(
     headers: HeaderMap,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
     let options = table_options(&headers, &q)?;
-    let result = s.catalog.load_table(&ctx, &ns, &table, options).await?;
+    let result = s
+        .catalog
+        .tables
+        .load_table(&ctx, &ns, &table, options)
+        .await?;
     if client_has(&headers, &result.etag) {
         // Unchanged: same metadata, same mode, same credentials; nothing to send.
         return Ok((
@@ -239,9 +308,14 @@ pub async fn table_exists(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
-    s.catalog.table_exists(&ctx, &ns, &table).await?;
+    s.catalog.tables.table_exists(&ctx, &ns, &table).await?;
     Ok(no_content())
 }
 
@@ -250,9 +324,14 @@ pub async fn load_credentials(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
-    Ok(Json(s.catalog.load_credentials(&ctx, &ns, &table).await?).into_response())
+    Ok(Json(s.catalog.tables.load_credentials(&ctx, &ns, &table).await?).into_response())
 }
 
 pub async fn sign_request(
@@ -261,9 +340,18 @@ pub async fn sign_request(
     params: Params,
     JsonBody(body): JsonBody<crate::signing::RemoteSignRequest>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
-    let signed = s.catalog.sign_request(&ctx, &ns, &table, body).await?;
+    let signed = s
+        .catalog
+        .tables
+        .sign_request(&ctx, &ns, &table, body)
+        .await?;
     // A signature is for one request at one time: engines must not reuse it.
     Ok(([(http::header::CACHE_CONTROL, "no-cache")], Json(signed)).into_response())
 }
@@ -274,9 +362,18 @@ pub async fn commit_table(
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
-    let committed = s.catalog.commit_table(&ctx, &ns, &table, body).await?;
+    let committed = s
+        .catalog
+        .tables
+        .commit_table(&ctx, &ns, &table, body)
+        .await?;
     Ok(json_with_tag(committed.to_json(), &committed.etag))
 }
 
@@ -286,11 +383,16 @@ pub async fn drop_table(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
     // purgeRequested is accepted and validated, but nothing is deleted from storage.
     let _purge = q.flag("purgeRequested")?;
-    s.catalog.drop_table(&ctx, &ns, &table).await?;
+    s.catalog.tables.drop_table(&ctx, &ns, &table).await?;
     Ok(no_content())
 }
 
@@ -300,8 +402,13 @@ pub async fn rename_table(
     params: Params,
     JsonBody(body): JsonBody<RenameTableRequest>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
-    s.catalog.rename_table(&ctx, body).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
+    s.catalog.tables.rename_table(&ctx, body).await?;
     Ok(no_content())
 }
 
@@ -311,9 +418,14 @@ pub async fn report_metrics(
     params: Params,
     JsonBody(_report): JsonBody<Value>,
 ) -> Answer {
-    let ctx = s.catalog.org_context(&p, params.prefix()?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.prefix()?)
+        .await?;
     let (ns, table) = params.table()?;
-    s.catalog.report_metrics(&ctx, &ns, &table).await?;
+    s.catalog.tables.report_metrics(&ctx, &ns, &table).await?;
     Ok(no_content())
 }
 

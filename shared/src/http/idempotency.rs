@@ -59,7 +59,7 @@ pub fn keyed(
 
 /// Requests without a key (or with keys off) pass as they are.
 async fn with_key(state: AppState, operation: Operation, request: Request, next: Next) -> Response {
-    if state.catalog.idempotency_lifetime().is_none() || !request.headers().contains_key(HEADER) {
+    if state.catalog.core.keys.lifetime().is_none() || !request.headers().contains_key(HEADER) {
         return next.run(request).await;
     }
     run_keyed(state, operation, request, next)
@@ -89,6 +89,8 @@ async fn run_keyed(
     let fingerprint = fingerprint(&parts, &body);
     match state
         .catalog
+        .core
+        .keys
         .claim_key(&key, &principal.id, &fingerprint)
         .await?
     {
@@ -131,7 +133,7 @@ async fn finish(
     response: Response,
 ) -> Response {
     if !is_final(response.status()) {
-        state.catalog.finish_key(claim, None).await;
+        state.catalog.core.keys.finish_key(claim, None).await;
         return response;
     }
     // A table answer carries credentials: it is never stored, but built again on replay.
@@ -140,6 +142,8 @@ async fn finish(
     {
         state
             .catalog
+            .core
+            .keys
             .finish_key(claim, Some(Recorded::Reload))
             .await;
         return response;
@@ -148,7 +152,7 @@ async fn finish(
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            state.catalog.finish_key(claim, None).await;
+            state.catalog.core.keys.finish_key(claim, None).await;
             return CatalogError::Internal(format!("cannot read the answer: {e}")).into_response();
         }
     };
@@ -156,7 +160,12 @@ async fn finish(
         status: parts.status.as_u16(),
         body: String::from_utf8_lossy(&bytes).into_owned(),
     };
-    state.catalog.finish_key(claim, Some(recorded)).await;
+    state
+        .catalog
+        .core
+        .keys
+        .finish_key(claim, Some(recorded))
+        .await;
     Response::from_parts(parts, Body::from(bytes))
 }
 
@@ -172,6 +181,8 @@ async fn authorized_replay(
     let params = Params::from_request_parts(parts, state).await?;
     let ctx = state
         .catalog
+        .core
+        .lookups
         .org_context(principal, params.prefix()?)
         .await?;
     let namespace = params.namespace();
@@ -200,7 +211,12 @@ async fn authorized_replay(
         _ => None,
     };
     if let Some(about) = about {
-        state.catalog.authorize_replay(&ctx, about).await?;
+        state
+            .catalog
+            .core
+            .keys
+            .authorize_replay(&ctx, about)
+            .await?;
     }
     Ok(ctx)
 }
@@ -255,7 +271,7 @@ async fn rebuild(
             let request: crate::types::CreateNamespaceRequest = serde_json::from_slice(body)
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
             let name = crate::catalog::names::single_level(&request.namespace)?;
-            Ok(Json(catalog.load_namespace(ctx, name).await?).into_response())
+            Ok(Json(catalog.namespaces.load_namespace(ctx, name).await?).into_response())
         }
         Operation::CreateTable => {
             let request: crate::types::CreateTableRequest = serde_json::from_slice(body)
@@ -263,6 +279,7 @@ async fn rebuild(
             let query = QueryMap::from_request_parts(parts, state).await?;
             let options = table_options(&parts.headers, &query)?;
             let loaded = catalog
+                .tables
                 .load_table(ctx, &params.namespace()?, &request.name, options)
                 .await?;
             Ok(table_response(loaded))
@@ -270,6 +287,7 @@ async fn rebuild(
         Operation::CommitTable => {
             let (namespace, table) = params.table()?;
             let loaded = catalog
+                .tables
                 .load_table(ctx, &namespace, &table, Default::default())
                 .await?;
             let answer = CommitTableResponse {

@@ -138,6 +138,8 @@ impl FromRequestParts<AppState> for InOrg {
         let params = Params::from_request_parts(parts, state).await?;
         let ctx = state
             .catalog
+            .core
+            .lookups
             .management_context(&principal, params.get("org")?)
             .await?;
         Ok(InOrg(ctx))
@@ -185,7 +187,7 @@ async fn create_org(
     Authenticated(p): Authenticated,
     JsonBody(body): JsonBody<NameBody>,
 ) -> Answer {
-    let org = s.catalog.create_org(&p, &body.name).await?;
+    let org = s.catalog.access.create_org(&p, &body.name).await?;
     created(serde_json::json!({"name": org.name, "iceberg_enabled": org.iceberg_enabled}))
 }
 
@@ -203,6 +205,7 @@ async fn update_org(
 ) -> Answer {
     let org = s
         .catalog
+        .access
         .set_iceberg_enabled(&p, param(&path, "org")?, body.iceberg_enabled)
         .await?;
     ok(serde_json::json!({"name": org.name, "iceberg_enabled": org.iceberg_enabled}))
@@ -226,17 +229,19 @@ async fn create_api_client(
     let role = role(&body.role)?;
     created(
         s.catalog
+            .access
             .create_api_client(&ctx, &body.name, body.email, role)
             .await?,
     )
 }
 
 async fn list_api_clients(State(s): State<AppState>, InOrg(ctx): InOrg) -> Answer {
-    ok(serde_json::json!({"api_clients": s.catalog.list_api_clients(&ctx).await?}))
+    ok(serde_json::json!({"api_clients": s.catalog.access.list_api_clients(&ctx).await?}))
 }
 
 async fn delete_api_client(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     s.catalog
+        .access
         .delete_api_client(&ctx, param(&path, "id")?)
         .await?;
     no_content()
@@ -256,6 +261,7 @@ async fn put_member(
 ) -> Answer {
     let role = role(&body.role)?;
     s.catalog
+        .access
         .set_member(&ctx, param(&path, "principal")?, role)
         .await?;
     no_content()
@@ -266,16 +272,17 @@ async fn create_team(
     InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<NameBody>,
 ) -> Answer {
-    s.catalog.create_team(&ctx, &body.name).await?;
+    s.catalog.access.create_team(&ctx, &body.name).await?;
     created(serde_json::json!({"name": body.name, "members": []}))
 }
 
 async fn get_team(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
-    ok(s.catalog.team(&ctx, param(&path, "team")?).await?)
+    ok(s.catalog.access.team(&ctx, param(&path, "team")?).await?)
 }
 
 async fn set_team_member(s: AppState, ctx: OrgContext, path: PathMap, member: bool) -> Answer {
     s.catalog
+        .access
         .set_team_member(
             &ctx,
             param(&path, "team")?,
@@ -297,7 +304,7 @@ async fn delete_team_member(State(s): State<AppState>, InOrg(ctx): InOrg, path: 
 async fn list_namespaces(State(s): State<AppState>, InOrg(ctx): InOrg, query: QueryMap) -> Answer {
     let deleted = query.flag("deleted")?;
     ok(serde_json::json!({
-        "namespaces": s.catalog.namespace_statuses(&ctx, deleted).await?
+        "namespaces": s.catalog.namespaces.namespace_statuses(&ctx, deleted).await?
     }))
 }
 
@@ -312,6 +319,7 @@ async fn delete_namespace(
         retain_data: query.flag("retain_data")?,
     };
     s.catalog
+        .namespaces
         .delete_namespace(&ctx, param(&path, "namespace")?, options)
         .await?;
     no_content()
@@ -319,12 +327,14 @@ async fn delete_namespace(
 
 async fn restore_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     ok(s.catalog
+        .namespaces
         .restore_namespace(&ctx, param(&path, "namespace")?)
         .await?)
 }
 
 async fn get_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     ok(s.catalog
+        .access
         .namespace_settings(&ctx, param(&path, "namespace")?)
         .await?)
 }
@@ -336,6 +346,7 @@ async fn patch_namespace(
     JsonBody(body): JsonBody<NamespacePatch>,
 ) -> Answer {
     ok(s.catalog
+        .access
         .patch_namespace(&ctx, param(&path, "namespace")?, body)
         .await?)
 }
@@ -343,6 +354,7 @@ async fn patch_namespace(
 async fn list_grants(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     let grants: Vec<serde_json::Value> = s
         .catalog
+        .access
         .list_grants(&ctx, param(&path, "namespace")?)
         .await?
         .into_iter()
@@ -373,6 +385,7 @@ async fn put_grant(
     JsonBody(body): JsonBody<GrantBody>,
 ) -> Answer {
     s.catalog
+        .access
         .put_grant(
             &ctx,
             param(&path, "namespace")?,
@@ -394,6 +407,7 @@ async fn delete_grant(
         CatalogError::BadRequest("Name the grant's principal: ?principal=...".into())
     })?;
     s.catalog
+        .access
         .delete_grant(
             &ctx,
             param(&path, "namespace")?,
@@ -405,7 +419,7 @@ async fn delete_grant(
 }
 
 async fn me(State(s): State<AppState>, Authenticated(p): Authenticated) -> Answer {
-    ok(s.catalog.me(&p).await?)
+    ok(s.catalog.access.me(&p).await?)
 }
 
 async fn create_bucket(
@@ -413,21 +427,23 @@ async fn create_bucket(
     InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<BucketRequest>,
 ) -> Answer {
-    created(s.catalog.create_bucket(&ctx, body).await?)
+    created(s.catalog.buckets.create_bucket(&ctx, body).await?)
 }
 
 async fn list_buckets(State(s): State<AppState>, InOrg(ctx): InOrg) -> Answer {
-    ok(serde_json::json!({"buckets": s.catalog.list_buckets(&ctx).await?}))
+    ok(serde_json::json!({"buckets": s.catalog.buckets.list_buckets(&ctx).await?}))
 }
 
 async fn get_bucket(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     ok(s.catalog
+        .buckets
         .get_bucket(&ctx, param(&path, "nickname")?)
         .await?)
 }
 
 async fn delete_bucket(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
     s.catalog
+        .buckets
         .delete_bucket(&ctx, param(&path, "nickname")?)
         .await?;
     no_content()
@@ -444,18 +460,22 @@ async fn set_default_bucket(
     InOrg(ctx): InOrg,
     JsonBody(body): JsonBody<NicknameBody>,
 ) -> Answer {
-    s.catalog.set_default_bucket(&ctx, &body.nickname).await?;
+    s.catalog
+        .buckets
+        .set_default_bucket(&ctx, &body.nickname)
+        .await?;
     no_content()
 }
 
 async fn list_events(State(s): State<AppState>, InOrg(ctx): InOrg, query: QueryMap) -> Answer {
     let limit = match query.get("limit") {
-        None => crate::events::read::DEFAULT_LIMIT,
+        None => crate::catalog::events::DEFAULT_LIMIT,
         Some(text) => text
             .parse()
             .map_err(|_| CatalogError::BadRequest(format!("Invalid limit: '{text}'")))?,
     };
     ok(s.catalog
+        .events
         .list_events(&ctx, query.get("after"), limit)
         .await?)
 }

@@ -346,6 +346,37 @@ pub fn decode<T: DeserializeOwned>(item: &Item) -> Result<T, StoreError> {
     })
 }
 
+/// The rows of partition `pk` under `sk_prefix` (after `after`) that `keep` picks, up to `want`,
+/// read in batches.
+pub async fn collect<T: DeserializeOwned>(
+    store: &dyn MetaStore,
+    pk: &str,
+    sk_prefix: &str,
+    mut after: Option<String>,
+    want: usize,
+    keep: impl Fn(&T) -> bool,
+) -> Result<Vec<T>, StoreError> {
+    const BATCH: usize = 256;
+    let mut out = Vec::new();
+    loop {
+        let batch = store.query(pk, sk_prefix, after.as_deref(), BATCH).await?;
+        let exhausted = batch.len() < BATCH;
+        after = batch.last().map(|item| item.key.sk.clone());
+        for item in &batch {
+            let row: T = decode(item)?;
+            if keep(&row) {
+                out.push(row);
+                if out.len() >= want {
+                    return Ok(out);
+                }
+            }
+        }
+        if exhausted {
+            return Ok(out);
+        }
+    }
+}
+
 /// Reads and decodes one row.
 pub async fn get<T: DeserializeOwned>(
     store: &dyn MetaStore,

@@ -143,7 +143,7 @@ async fn index(State(s): State<UiState>, signed_in: Result<SignedIn, UiError>) -
         Err(UiError::SignIn) => return Ok(sign_in_page(None)),
         Err(e) => return Err(e),
     };
-    let me = s.catalog.me(&p).await?;
+    let me = s.catalog.access.me(&p).await?;
     let orgs = me
         .org_roles
         .iter()
@@ -177,12 +177,12 @@ async fn sign_in(State(s): State<UiState>, headers: HeaderMap, body: Bytes) -> A
     let Some(token) = form_token(&body) else {
         return Err(UiError::SignInRefused);
     };
-    let opened = match s.catalog.open_session(&token).await {
+    let opened = match s.catalog.sessions.open_session(&token).await {
         Ok(opened) => opened,
         Err(CatalogError::Unauthenticated(_)) => return Err(UiError::SignInRefused),
         Err(e) => return Err(e.into()),
     };
-    let now = s.catalog.clock.now_ms() / 1000;
+    let now = s.catalog.core.clock.now_ms() / 1000;
     let cookie = session::set_cookie(&opened.id, opened.expires_at.saturating_sub(now), &headers);
     Ok(see_other(BASE_PATH, Some(cookie)))
 }
@@ -190,7 +190,7 @@ async fn sign_in(State(s): State<UiState>, headers: HeaderMap, body: Bytes) -> A
 async fn sign_out(State(s): State<UiState>, headers: HeaderMap) -> Answer {
     session::check_same_origin(&headers)?;
     if let Some(id) = session::session_id(&headers) {
-        s.catalog.close_session(&id).await?;
+        s.catalog.sessions.close_session(&id).await?;
     }
     Ok(see_other(BASE_PATH, Some(session::clear_cookie(&headers))))
 }
@@ -224,10 +224,16 @@ fn visibility(v: Visibility) -> &'static str {
 
 async fn org_page(State(s): State<UiState>, signed_in: SignedIn, params: Params) -> Answer {
     let p = signed_in.principal;
-    let ctx = s.catalog.org_context(&p, params.get("org")?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.get("org")?)
+        .await?;
     let org = ctx.org.name.clone();
     let namespaces = s
         .catalog
+        .browse
         .namespace_summaries(&ctx)
         .await?
         .into_iter()
@@ -253,11 +259,17 @@ async fn org_page(State(s): State<UiState>, signed_in: SignedIn, params: Params)
 
 async fn namespace_page(State(s): State<UiState>, signed_in: SignedIn, params: Params) -> Answer {
     let p = signed_in.principal;
-    let ctx = s.catalog.org_context(&p, params.get("org")?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.get("org")?)
+        .await?;
     let org = ctx.org.name.clone();
     let namespace = params.get("namespace")?;
     let listed = s
         .catalog
+        .tables
         .list_tables(&ctx, namespace, &PageRequest::default())
         .await?;
     let tables = listed
@@ -300,12 +312,21 @@ async fn table_page(
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
     let p = signed_in.principal;
-    let ctx = s.catalog.org_context(&p, params.get("org")?).await?;
+    let ctx = s
+        .catalog
+        .core
+        .lookups
+        .org_context(&p, params.get("org")?)
+        .await?;
     let org = ctx.org.name.clone();
     let namespace = params.get("namespace")?;
     let table = params.get("table")?;
     let page = page_number(&query)?;
-    let metadata = s.catalog.table_metadata(&ctx, namespace, table).await?;
+    let metadata = s
+        .catalog
+        .browse
+        .table_metadata(&ctx, namespace, table)
+        .await?;
 
     let all = history::newest_first(&metadata);
     let history = history::page(

@@ -28,6 +28,7 @@ impl FromRequestParts<UiState> for SignedIn {
         };
         let principal = state
             .catalog
+            .sessions
             .session_principal(&id)
             .await
             .map_err(|e| match e {

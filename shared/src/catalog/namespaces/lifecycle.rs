@@ -9,12 +9,13 @@
 use crate::events::{Draft, Kind};
 use serde::Serialize;
 
-use super::namespaces::{already_exists, being_purged, busy};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, no_such_namespace};
+use super::NamespaceService;
+use super::purge::{self, RECOVERY_PERIOD};
+use super::{already_exists, being_purged, busy};
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::{OrgContext, ROW_RACE_RETRIES, no_such_namespace};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, Visibility};
-use crate::purge::{self, RECOVERY_PERIOD};
 use crate::store::rows::{self, PublicNamespaceRow, PurgeProgressRow, Versioned, keys};
 use crate::store::{Condition, StoreError, Write};
 
@@ -62,7 +63,7 @@ pub struct DeleteOptions {
     pub retain_data: bool,
 }
 
-impl Catalog {
+impl NamespaceService {
     /// The org's namespaces, live ones or (`deleted`) the recoverable ones (org admins).
     pub async fn namespace_statuses(
         &self,
@@ -70,20 +71,20 @@ impl Catalog {
         deleted: bool,
     ) -> Result<Vec<NamespaceStatus>> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
-        let found: Vec<NamespaceRow> = self
-            .collect_rows(
-                &keys::org_partition(&ctx.org.name),
-                keys::NAMESPACE_PREFIX,
-                None,
-                usize::MAX,
-                |ns: &NamespaceRow| ns.deleted_ms.is_some() == deleted,
-            )
-            .await?;
+        let found: Vec<NamespaceRow> = rows::collect(
+            &*self.core.store,
+            &keys::org_partition(&ctx.org.name),
+            keys::NAMESPACE_PREFIX,
+            None,
+            usize::MAX,
+            |ns: &NamespaceRow| ns.deleted_ms.is_some() == deleted,
+        )
+        .await?;
         let mut out = Vec::with_capacity(found.len());
         for ns in found {
             let progress = match ns.purging {
                 Some(_) => {
-                    rows::get::<PurgeProgressRow>(&*self.store, &keys::purge_progress(&ns.id))
+                    rows::get::<PurgeProgressRow>(&*self.core.store, &keys::purge_progress(&ns.id))
                         .await?
                         .map(|p| p.row.objects_deleted)
                         .or(Some(0))
@@ -132,10 +133,10 @@ impl Catalog {
                 ));
             }
             let event = Draft::new(Kind::NamespaceRestored, org, name, &row.id, &ctx.principal);
-            match self.write_change(writes, event).await {
+            match self.core.changes.write_change(writes, event).await {
                 Ok(()) => {
-                    self.namespaces.clear();
-                    self.standing.clear();
+                    self.core.lookups.namespace_changed(org, name).await;
+                    self.core.lookups.org_access_changed(org);
                     tracing::info!(audit = "restore", org, by = %ctx.principal.id, namespace = name, "namespace restored");
                     return Ok(status(&row, None));
                 }
@@ -170,7 +171,7 @@ impl Catalog {
             return Err(no_such_namespace(name));
         }
         if options.immediate {
-            self.purge_wanted.notify_one();
+            self.core.purge_wanted.notify_one();
         }
         tracing::info!(audit = "namespace_delete", org = %ctx.org.name, by = %ctx.principal.id, namespace = name, immediate = options.immediate, "namespace deleted");
         Ok(())
@@ -189,14 +190,14 @@ impl Catalog {
                 return Ok(());
             }
             let mut row = ns.row.clone();
-            purge::request_immediate(&mut row, self.clock.now_ms());
+            purge::request_immediate(&mut row, self.core.clock.now_ms());
             let write = rows::put_indexed(
                 key.clone(),
                 &row,
                 Condition::VersionIs(ns.version),
                 purge::index_key(&row),
             );
-            match self.store.write(vec![write]).await {
+            match self.core.store.write(vec![write]).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
@@ -220,9 +221,10 @@ impl Catalog {
                     ns.row.table_count
                 )));
             }
-            let bucket = rows::get::<BucketRow>(&*self.store, &keys::bucket(org, &ns.row.bucket))
-                .await?
-                .map(|b| b.row.root);
+            let bucket =
+                rows::get::<BucketRow>(&*self.core.store, &keys::bucket(org, &ns.row.bucket))
+                    .await?
+                    .map(|b| b.row.root);
             let mut writes = vec![
                 Write::Delete {
                     key: keys::namespace(org, name),
@@ -241,13 +243,13 @@ impl Catalog {
                 });
             }
             let event = Draft::new(Kind::NamespacePurged, org, name, &ns.row.id, &ctx.principal);
-            match self.write_change(writes, event).await {
+            match self.core.changes.write_change(writes, event).await {
                 Ok(()) => {}
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
             }
-            self.namespaces.clear();
-            self.standing.clear();
+            self.core.lookups.namespace_changed(org, name).await;
+            self.core.lookups.org_access_changed(org);
             // The namespace is gone: what its partition still holds is unreachable. A failure
             // here leaves rows nothing reads; logged, not an error for the caller.
             if let Err(e) = self.remove_namespace_leftovers(&ns.row).await {
@@ -261,7 +263,7 @@ impl Catalog {
 
     /// The namespace's row, live or soft-deleted, or 404.
     async fn existing(&self, ctx: &OrgContext, name: &str) -> Result<Versioned<NamespaceRow>> {
-        rows::get::<NamespaceRow>(&*self.store, &keys::namespace(&ctx.org.name, name))
+        rows::get::<NamespaceRow>(&*self.core.store, &keys::namespace(&ctx.org.name, name))
             .await?
             .ok_or_else(|| no_such_namespace(name))
     }

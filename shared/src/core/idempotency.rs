@@ -4,7 +4,7 @@
 //! A key is a row per (key, principal), so nobody can replay another principal's answer. The
 //! first request claims it (a lease); a retry that finds the claim waits for it; a claim whose
 //! lease ran out (its request died) is taken over. The change itself is written in the same
-//! atomic store write as the row's move to `Applied`, through [`Catalog::write_change`]: once a
+//! atomic store write as the row's move to `Applied`, through [`super::ChangeWriter::write_change`]: once a
 //! change has landed, no retry can run it again, even when its answer was lost or the server
 //! died before recording it. The answer is then recorded (`Done`), except for 5xx answers,
 //! whose claim is released so that a retry runs again: unless the change had landed, which the
@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Catalog, OrgContext};
+use super::OrgContext;
 use crate::authz::{Action, Resource, authorize};
+use crate::clock::Clock;
 use crate::error::{CatalogError, Result};
 use crate::model::NamespaceRow;
 use crate::store::rows::{self, keys};
-use crate::store::{Condition, Key, StoreError, Write};
+use crate::store::{Condition, Key, MetaStore, StoreError, Write};
 
 /// How long a client may retry with one key, as `/v1/config` advertises it (the spec's
 /// example, and what Java's reference and Lakekeeper use).
@@ -71,7 +72,7 @@ pub enum Recorded {
 /// What a request with a key does.
 #[derive(Debug)]
 pub enum Claim {
-    /// Run the operation inside [`KeyClaim::scope`], then [`Catalog::finish_key`].
+    /// Run the operation inside [`KeyClaim::scope`], then [`Keys::finish_key`].
     Run(KeyClaim),
     /// Answer as the first request did.
     Replay(Replay),
@@ -173,7 +174,27 @@ pub fn validate_key(key: &str) -> Result<()> {
     }
 }
 
-impl Catalog {
+/// Claims, finishes and checks idempotency keys.
+pub struct Keys {
+    store: Arc<dyn MetaStore>,
+    clock: Arc<dyn Clock>,
+    /// How long clients may retry a mutation with one key; `None`: off.
+    lifetime: Option<Duration>,
+}
+
+impl Keys {
+    pub fn new(
+        store: Arc<dyn MetaStore>,
+        clock: Arc<dyn Clock>,
+        lifetime: Option<Duration>,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            lifetime: lifetime.filter(|l| !l.is_zero()),
+        }
+    }
+
     /// Refuses the replay of a keyed answer to a caller that may no longer take the action its
     /// request took (a grant removed, a role lowered): a stored answer is never a way around
     /// authorization. A namespace dropped since is judged by its soft-deleted row; one purged
@@ -209,8 +230,8 @@ impl Catalog {
 
     /// How long clients may retry with one key; `None`: keys are not supported (not advertised,
     /// and ignored).
-    pub fn idempotency_lifetime(&self) -> Option<Duration> {
-        self.idempotency_lifetime
+    pub fn lifetime(&self) -> Option<Duration> {
+        self.lifetime
     }
 
     /// Claims `key` for `principal_id`'s request `request` (a digest), waits for a running
@@ -218,7 +239,7 @@ impl Catalog {
     pub async fn claim_key(&self, key: &str, principal_id: &str, request: &str) -> Result<Claim> {
         validate_key(key)?;
         let lifetime = self
-            .idempotency_lifetime
+            .lifetime
             .ok_or_else(|| CatalogError::Internal("idempotency keys are off".into()))?;
         let store_key = key_of(key, principal_id);
         let mut poll = FIRST_POLL;
@@ -336,22 +357,22 @@ impl Catalog {
             tracing::warn!(error = %e, "idempotency key not finalised");
         }
     }
+}
 
-    /// The marker that moves the request's key (if it holds one whose change has not landed
-    /// yet) to `Applied`, to be written atomically with the change; `answer` is the answer when
-    /// the operation knows it before writing. One change per request carries the key; later
-    /// writes are its own follow-ups.
-    pub(super) fn applied_marker(answer: Option<String>) -> Option<AppliedMarker> {
-        let claim = CLAIM.try_with(KeyClaim::clone).ok()?;
-        let write = {
-            let state = claim.state();
-            if state.landed.is_some() {
-                return None;
-            }
-            state.moved_to(KeyState::Applied { answer }, state.claimed)
-        };
-        Some(AppliedMarker { claim, write })
-    }
+/// The marker that moves the request's key (if it holds one whose change has not landed
+/// yet) to `Applied`, to be written atomically with the change; `answer` is the answer when
+/// the operation knows it before writing. One change per request carries the key; later
+/// writes are its own follow-ups.
+pub(super) fn applied_marker(answer: Option<String>) -> Option<AppliedMarker> {
+    let claim = CLAIM.try_with(KeyClaim::clone).ok()?;
+    let write = {
+        let state = claim.state();
+        if state.landed.is_some() {
+            return None;
+        }
+        state.moved_to(KeyState::Applied { answer }, state.claimed)
+    };
+    Some(AppliedMarker { claim, write })
 }
 
 /// The write that marks a request's key as applied, with the claim it belongs to.

@@ -2,11 +2,16 @@
 //! a request holding an idempotency key, the key's move to `Applied`, all in one atomic store
 //! write. Whatever lands, lands together; whatever does not, leaves no trace.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::Catalog;
+use tokio::sync::Notify;
+
+use super::idempotency::applied_marker;
+use crate::clock::Clock;
 use crate::events::{Draft, outbox};
-use crate::store::{StoreError, Write};
+use crate::store::{MetaStore, StoreError, Write};
 
 /// How long a change may keep losing its org's event counter to concurrent changes before it
 /// gives up: a burst of n writers of one org costs the last of them n tries, so the bound is
@@ -17,13 +22,36 @@ const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
 /// Orgs whose event counter an instance remembers (forgotten all at once past this).
 const KNOWN_COUNTERS: usize = 10_000;
 
-impl Catalog {
+/// The one writer of catalog changes: each with its event, its org's next sequence number and
+/// the request's idempotency key, in one atomic store write.
+pub struct ChangeWriter {
+    store: Arc<dyn MetaStore>,
+    clock: Arc<dyn Clock>,
+    /// How long change events are kept and readable.
+    event_retention: Duration,
+    /// Signalled when this process wrote a change event.
+    events_written: Arc<Notify>,
+    /// Each org's event counter as this instance last wrote it.
+    counters: Mutex<HashMap<String, outbox::Counter>>,
+}
+
+impl ChangeWriter {
+    pub fn new(
+        store: Arc<dyn MetaStore>,
+        clock: Arc<dyn Clock>,
+        event_retention: Duration,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            event_retention,
+            events_written: Arc::default(),
+            counters: Mutex::default(),
+        }
+    }
+
     /// Writes an operation's change with the event that describes it.
-    pub(crate) async fn write_change(
-        &self,
-        writes: Vec<Write>,
-        event: Draft,
-    ) -> Result<(), StoreError> {
+    pub async fn write_change(&self, writes: Vec<Write>, event: Draft) -> Result<(), StoreError> {
         self.write_change_answering(writes, event, None).await
     }
 
@@ -33,13 +61,13 @@ impl Catalog {
     /// The caller's writes come first in the batch, so the index of a failed condition means
     /// what the caller expects; a failure on the event counter (a concurrent change of the
     /// org took the number) is retried here with the next number, never returned.
-    pub(super) async fn write_change_answering(
+    pub async fn write_change_answering(
         &self,
         writes: Vec<Write>,
         event: Draft,
         answer: Option<String>,
     ) -> Result<(), StoreError> {
-        let marker = Self::applied_marker(answer);
+        let marker = applied_marker(answer);
         let org = event.data.org.clone();
         let mut wait = FIRST_SEQUENCE_WAIT;
         // The counter as this instance last wrote it saves a read; when another instance moved
@@ -94,18 +122,12 @@ impl Catalog {
     }
 
     fn known_counter(&self, org: &str) -> Option<outbox::Counter> {
-        let known = self
-            .event_counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let known = self.counters.lock().unwrap_or_else(|p| p.into_inner());
         known.get(org).copied()
     }
 
     fn remember_counter(&self, org: &str, counter: outbox::Counter) {
-        let mut known = self
-            .event_counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut known = self.counters.lock().unwrap_or_else(|p| p.into_inner());
         if known.len() >= KNOWN_COUNTERS && !known.contains_key(org) {
             known.clear();
         }
@@ -114,19 +136,13 @@ impl Catalog {
 
     /// Wakes when a change (and its event) was written by this process: a publisher beside
     /// the server (`floe serve`) delivers it without waiting for its next poll.
-    pub fn events_written(&self) -> std::sync::Arc<tokio::sync::Notify> {
+    pub fn events_written(&self) -> Arc<Notify> {
         self.events_written.clone()
     }
 
     /// How long events are kept (and readable).
     pub fn event_retention(&self) -> Duration {
         self.event_retention
-    }
-
-    /// Keeps events for `retention`.
-    pub fn with_event_retention(mut self, retention: Duration) -> Self {
-        self.event_retention = retention;
-        self
     }
 }
 

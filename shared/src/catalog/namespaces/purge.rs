@@ -31,7 +31,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::catalog::Catalog;
+use super::NamespaceService;
+use crate::core::Core;
 use crate::error::CatalogError;
 use crate::model::{BucketRow, GrantRow, NamespaceRow};
 use crate::objects::{ObjectError, ObjectStore};
@@ -175,7 +176,7 @@ fn purger() -> Principal {
     }
 }
 
-impl Catalog {
+impl NamespaceService {
     /// Attempts at most `max_namespaces` namespaces deleted before `now_ms - recovery` (or due
     /// again after a failed attempt). Fails only when the candidates cannot be listed.
     pub async fn purge_expired(
@@ -188,6 +189,7 @@ impl Catalog {
         // Everything due at or before the cutoff sorts at or below "<cutoff>~".
         let upto = format!("{}~", keys::deleted_sort_key(cutoff));
         let candidates = self
+            .core
             .store
             .query_index(keys::DELETED_NAMESPACES, &upto, max_namespaces)
             .await?;
@@ -219,37 +221,39 @@ impl Catalog {
         cutoff: u64,
         deleted: &mut u64,
     ) -> Result<Outcome, Failure> {
-        let Some(ns) = rows::get::<NamespaceRow>(&*self.store, key).await? else {
+        let Some(ns) = rows::get::<NamespaceRow>(&*self.core.store, key).await? else {
             return Ok(Outcome::Skipped);
         };
         if ns.row.deleted_ms.is_none() || index_ms(&ns.row).is_none_or(|due| due > cutoff) {
             return Ok(Outcome::Skipped);
         }
-        let bucket =
-            rows::get::<BucketRow>(&*self.store, &keys::bucket(&ns.row.org, &ns.row.bucket))
-                .await?
-                .ok_or_else(|| {
-                    Failure(format!("bucket configuration '{}' is gone", ns.row.bucket))
-                })?
-                .row;
+        let bucket = rows::get::<BucketRow>(
+            &*self.core.store,
+            &keys::bucket(&ns.row.org, &ns.row.bucket),
+        )
+        .await?
+        .ok_or_else(|| Failure(format!("bucket configuration '{}' is gone", ns.row.bucket)))?
+        .row;
         let bucket = self
+            .core
+            .lookups
             .opened(bucket)
             .await
             .map_err(|e| Failure(e.to_string()))?;
-        let objects = self.objects_for(&bucket).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         let version = match ns.row.purging {
             // Fenced by an earlier run that did not finish.
             Some(_) => ns.version,
             None => {
                 let mut fenced = ns.row.clone();
-                fenced.purging = Some(self.clock.now_ms());
+                fenced.purging = Some(self.core.clock.now_ms());
                 let write = rows::put_indexed(
                     key.clone(),
                     &fenced,
                     Condition::VersionIs(ns.version),
                     index_key(&fenced),
                 );
-                match self.store.write(vec![write]).await {
+                match self.core.store.write(vec![write]).await {
                     Ok(()) => ns.version + 1,
                     // Restored (or handled by a concurrent run) since it was read.
                     Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
@@ -259,7 +263,7 @@ impl Catalog {
                 }
             }
         };
-        empty_prefix(self, &*objects, &ns.row, deleted).await?;
+        empty_prefix(&self.core, &*objects, &ns.row, deleted).await?;
         self.remove_namespace_leftovers(&ns.row).await?;
         if self.remove_namespace(&ns.row, version, &bucket).await? {
             Ok(Outcome::Purged)
@@ -284,6 +288,7 @@ impl Catalog {
         let pk = keys::namespace_partition(&ns.id);
         loop {
             let claims = self
+                .core
                 .store
                 .query(&pk, keys::DIRECTORY_PREFIX, None, CLAIMS_PER_WRITE)
                 .await?;
@@ -297,10 +302,11 @@ impl Catalog {
                     condition: Condition::Always,
                 })
                 .collect();
-            self.store.write(deletes).await?;
+            self.core.store.write(deletes).await?;
         }
         loop {
             let grants = self
+                .core
                 .store
                 .query(&pk, keys::GRANT_PREFIX, None, CLAIMS_PER_WRITE / 2)
                 .await?;
@@ -319,7 +325,7 @@ impl Catalog {
                     condition: Condition::Always,
                 });
             }
-            self.store.write(deletes).await?;
+            self.core.store.write(deletes).await?;
         }
         Ok(())
     }
@@ -344,14 +350,14 @@ impl Catalog {
         ];
         writes.extend(self.name_claim_release(ns).await?);
         let prefix_key = keys::prefix_claim(&bucket.root, &ns.prefix);
-        if self.store.get(&prefix_key).await?.is_some() {
+        if self.core.store.get(&prefix_key).await?.is_some() {
             writes.push(Write::Delete {
                 key: prefix_key,
                 condition: Condition::Exists,
             });
         }
         let event = Draft::new(Kind::NamespacePurged, &ns.org, &ns.name, &ns.id, &purger());
-        match self.write_change(writes, event).await {
+        match self.core.changes.write_change(writes, event).await {
             Ok(()) => Ok(true),
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e),
@@ -365,7 +371,7 @@ impl Catalog {
         ns: &NamespaceRow,
     ) -> Result<Option<Write>, StoreError> {
         let key = keys::name_claim(&ns.org, &ns.name);
-        let claim = rows::get::<NameClaimRow>(&*self.store, &key).await?;
+        let claim = rows::get::<NameClaimRow>(&*self.core.store, &key).await?;
         Ok(claim
             .filter(|c| c.row.holder == NameHolder::Namespace { id: ns.id.clone() })
             .map(|claim| Write::Delete {
@@ -378,7 +384,7 @@ impl Catalog {
     /// due again. Best effort: when this write fails too, the next run simply retries sooner.
     async fn record_failure(&self, key: &Key, cutoff: u64, error: String) {
         let (org, namespace) = org_and_name(key);
-        let current = match rows::get::<NamespaceRow>(&*self.store, key).await {
+        let current = match rows::get::<NamespaceRow>(&*self.core.store, key).await {
             Ok(Some(ns)) if ns.row.deleted_ms.is_some() => ns,
             Ok(_) => {
                 tracing::warn!(org, namespace, %error, "purge of namespace failed; it is gone or restored since");
@@ -408,7 +414,7 @@ impl Catalog {
             Condition::VersionIs(current.version),
             index_key(&row),
         );
-        if let Err(e) = self.store.write(vec![write]).await {
+        if let Err(e) = self.core.store.write(vec![write]).await {
             tracing::error!(org, namespace, store_error = %e, "could not record the failed purge attempt");
         }
     }
@@ -417,7 +423,7 @@ impl Catalog {
 /// Deletes every object under the namespace's storage root, a batch at a time, recording
 /// after each batch how many are gone (what `floe namespace delete --wait` shows).
 async fn empty_prefix(
-    catalog: &Catalog,
+    core: &Core,
     objects: &dyn ObjectStore,
     ns: &NamespaceRow,
     deleted: &mut u64,
@@ -432,10 +438,9 @@ async fn empty_prefix(
         *deleted += batch.len() as u64;
         let progress = PurgeProgressRow {
             objects_deleted: *deleted,
-            updated_ms: catalog.clock.now_ms(),
+            updated_ms: core.clock.now_ms(),
         };
-        catalog
-            .store
+        core.store
             .write(vec![rows::put(
                 keys::purge_progress(&ns.id),
                 &progress,

@@ -1,7 +1,15 @@
 //! Table operations other than commits: create, load, list, drop, rename, metrics, views.
 
+mod commit;
+mod placement;
+mod signing;
+
+use crate::catalog::metadata::MetadataCache;
+use crate::core::Core;
 use crate::events::{Draft, Kind, TableName};
+pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use iceberg::spec::{
@@ -9,12 +17,12 @@ use iceberg::spec::{
     UnboundPartitionSpec,
 };
 
-use super::metadata::{Written, metadata_file_location};
-use super::namespaces::{BUCKET_PROPERTY, busy};
-use super::parity::refs_v1::Refs;
-use super::placement::{self, Placement};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging, parity, signing};
+use self::placement::Placement;
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::metadata::{Written, metadata_file_location};
+use crate::catalog::namespaces::{BUCKET_PROPERTY, busy};
+use crate::catalog::parity::refs_v1::Refs;
+use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging, parity};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow};
 use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
@@ -44,39 +52,54 @@ pub(super) struct NewTable {
     pub bucket: BucketRow,
 }
 
-impl Catalog {
+/// Tables: create, load, list, commit, drop, rename, credentials and signing.
+pub struct TableService {
+    core: Arc<Core>,
+    /// Verified metadata files, shared with the web view; never stale (files are immutable).
+    metadata: Arc<MetadataCache>,
+}
+
+impl TableService {
+    pub fn new(core: Arc<Core>, metadata: Arc<MetadataCache>) -> Self {
+        Self { core, metadata }
+    }
+}
+
+impl TableService {
     pub async fn list_tables(
         &self,
         ctx: &OrgContext,
         namespace: &str,
         page: &paging::PageRequest,
     ) -> Result<ListTablesResponse> {
-        let ns = self.live_namespace(ctx, namespace).await?;
+        let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)?;
         let scope = format!("tables:{}", ns.row.id);
         let after = self
+            .core
             .page_tokens
             .resume(&scope, page)?
             .map(|name| format!("{}{name}", keys::TABLE_PREFIX));
         let pk = keys::namespace_partition(&ns.row.id);
-        let found: Vec<TableRow> = self
-            .collect_rows(
-                &pk,
-                keys::TABLE_PREFIX,
-                after,
-                page.read_limit(),
-                |t: &TableRow| {
-                    ctx.access.allows(
-                        Resource::Table {
-                            namespace: &ns.row,
-                            table: &t.name,
-                        },
-                        Action::Read,
-                    )
-                },
-            )
-            .await?;
+        let found: Vec<TableRow> = rows::collect(
+            &*self.core.store,
+            &pk,
+            keys::TABLE_PREFIX,
+            after,
+            page.read_limit(),
+            |t: &TableRow| {
+                ctx.access.allows(
+                    Resource::Table {
+                        namespace: &ns.row,
+                        table: &t.name,
+                    },
+                    Action::Read,
+                )
+            },
+        )
+        .await?;
         let (found, token) = self
+            .core
             .page_tokens
             .paginate(&scope, found, page, |t| t.name.as_str());
         Ok(ListTablesResponse {
@@ -98,7 +121,7 @@ impl Catalog {
         namespace: &str,
         page: &paging::PageRequest,
     ) -> Result<ListTablesResponse> {
-        let ns = self.live_namespace(ctx, namespace).await?;
+        let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)?;
         Ok(ListTablesResponse {
             identifiers: vec![],
@@ -114,7 +137,7 @@ impl Catalog {
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
         // A caller who may not create tables here learns nothing about its request.
-        let seen = self.recent_namespace(ctx, namespace).await?;
+        let seen = self.core.lookups.recent_namespace(ctx, namespace).await?;
         authorize(&ctx.access, Resource::Namespace(&seen), Action::Write)?;
         names::validate_table_name(&request.name)?;
         let stage = request.stage_create.unwrap_or(false);
@@ -134,9 +157,10 @@ impl Catalog {
             &request.schema,
         )?;
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, namespace).await?;
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
             if self
+                .core
                 .store
                 .get(&keys::table(&ns.row.id, &request.name))
                 .await?
@@ -188,8 +212,8 @@ impl Catalog {
             };
 
             if stage {
-                let raw = super::metadata::serialize(&metadata, None)?;
-                let id = super::metadata::sha256_hex(&raw);
+                let raw = crate::catalog::metadata::serialize(&metadata, None)?;
+                let id = crate::catalog::metadata::sha256_hex(&raw);
                 return self
                     .table_result(
                         ctx,
@@ -239,7 +263,7 @@ impl Catalog {
     /// Writes metadata version 0 and inserts the table row together with the namespace's table
     /// count, the directory claim (or override prefix claim) in one conditional write.
     /// Shared by createTable and the create commit of a staged table.
-    pub(super) async fn commit_new_table(
+    async fn commit_new_table(
         &self,
         ctx: &OrgContext,
         ns: &Versioned<NamespaceRow>,
@@ -248,7 +272,7 @@ impl Catalog {
         metadata: TableMetadata,
         v1_refs: Option<&Refs>,
     ) -> std::result::Result<NewTable, NewTableError> {
-        let objects = self.objects_for(&placement.bucket).await?;
+        let objects = self.core.lookups.objects_for(&placement.bucket).await?;
         let metadata_location = metadata_file_location(metadata.location(), 0);
         let (id, location) = (metadata.uuid().to_string(), metadata.location().to_owned());
         let written = self
@@ -266,7 +290,7 @@ impl Catalog {
             metadata_version: 0,
             metadata_sha256: Some(written.file.sha256.clone()),
             storage_override: placement.storage_override.clone(),
-            created_ms: self.clock.now_ms(),
+            created_ms: self.core.clock.now_ms(),
         };
         let mut ns_row = ns.row.clone();
         ns_row.table_count += 1;
@@ -315,7 +339,7 @@ impl Catalog {
         )
         .table(name, &row.id)
         .metadata(None, Some(&metadata_location));
-        let outcome = self.write_change(writes, event).await;
+        let outcome = self.core.changes.write_change(writes, event).await;
         // A metadata file is never deleted on a failure path: nothing references it unless the
         // write landed, and an orphan is harmless. An override's marker is released only when
         // the write certainly did not land.
@@ -368,14 +392,16 @@ impl Catalog {
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
         let (ns, row) = self
+            .core
+            .lookups
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
         let row = row.row;
-        let bucket = self.table_bucket(ctx, &ns, &row).await?;
-        let objects = self.objects_for(&bucket).await?;
+        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         let current = self
             .metadata
-            .load(&*objects, &Self::table_ref(ctx, &ns, &row))
+            .load(&*objects, &crate::catalog::table_ref(ctx, &ns, &row))
             .await?;
         let (raw, id) = if options.only_referenced_snapshots {
             let trimmed = self.metadata.referenced_only(&current).await?;
@@ -399,7 +425,9 @@ impl Catalog {
     }
 
     pub async fn table_exists(&self, ctx: &OrgContext, namespace: &str, table: &str) -> Result<()> {
-        self.authorized_table(ctx, namespace, table, Action::Read)
+        self.core
+            .lookups
+            .authorized_table(ctx, namespace, table, Action::Read)
             .await
             .map(|_| ())
     }
@@ -411,9 +439,11 @@ impl Catalog {
         table: &str,
     ) -> Result<LoadCredentialsResponse> {
         let (ns, row) = self
+            .core
+            .lookups
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
-        let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
+        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
         if signing::signs(&bucket) && !self.hands_out_static_keys(ctx, &ns, &bucket, table) {
             return Err(signing::no_static_keys(&bucket));
         }
@@ -438,7 +468,7 @@ impl Catalog {
     /// Removes the table from the catalog. Its files stay in storage, purge or not.
     pub async fn drop_table(&self, ctx: &OrgContext, namespace: &str, table: &str) -> Result<()> {
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, namespace).await?;
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
             // Write on the table suffices: a table grant covers dropping its table.
             authorize(
                 &ctx.access,
@@ -448,7 +478,7 @@ impl Catalog {
                 },
                 Action::Write,
             )?;
-            let row = self.table_row(&ns.row, table).await?;
+            let row = self.core.lookups.table_row(&ns.row, table).await?;
             let mut ns_row = ns.row.clone();
             ns_row.table_count = ns_row.table_count.saturating_sub(1);
             let writes = vec![
@@ -471,7 +501,7 @@ impl Catalog {
             )
             .table(table, &row.row.id)
             .metadata(Some(&row.row.metadata_location), None);
-            match self.write_change(writes, event).await {
+            match self.core.changes.write_change(writes, event).await {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
@@ -490,10 +520,14 @@ impl Catalog {
                 "Renaming a table across namespaces is not supported: its files live under the source namespace's storage".into(),
             ));
         }
-        let ns = self.live_namespace(ctx, source_ns).await?;
+        let ns = self.core.lookups.live_namespace(ctx, source_ns).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
         names::validate_table_name(&request.destination.name)?;
-        let source = self.table_row(&ns.row, &request.source.name).await?;
+        let source = self
+            .core
+            .lookups
+            .table_row(&ns.row, &request.source.name)
+            .await?;
         if request.source.name == request.destination.name {
             return Err(table_exists(source_ns, &request.destination.name));
         }
@@ -513,14 +547,14 @@ impl Catalog {
                 None,
             ),
         ];
-        let carried = self
-            .carry_grants(
-                ctx,
-                &ns.row,
-                &request.source.name,
-                &request.destination.name,
-            )
-            .await?;
+        let carried = crate::catalog::access::AccessService::carry_grants(
+            &*self.core.store,
+            ctx,
+            &ns.row,
+            &request.source.name,
+            &request.destination.name,
+        )
+        .await?;
         let carries_grants = !carried.is_empty();
         writes.extend(carried);
         let mut event = Draft::new(
@@ -539,10 +573,10 @@ impl Catalog {
             namespace: ns.row.name.clone(),
             table: request.destination.name.clone(),
         });
-        match self.write_change(writes, event).await {
+        match self.core.changes.write_change(writes, event).await {
             Ok(()) => {
                 if carries_grants {
-                    self.standing.clear();
+                    self.core.lookups.org_access_changed(&ctx.org.name);
                 }
                 Ok(())
             }
@@ -575,6 +609,7 @@ impl Catalog {
             AccessLevel::Read
         };
         let vended = self
+            .core
             .vendor
             .vend(bucket, directory, level, &ctx.principal)
             .await?;
@@ -665,7 +700,7 @@ impl Catalog {
                 (delegation, vended)
             }
             Delivery::Plain => {
-                let config = self.vendor.storage_config(at.bucket);
+                let config = self.core.vendor.storage_config(at.bucket);
                 let settings = Vended {
                     config,
                     ..Vended::default()

@@ -9,12 +9,13 @@
 
 use iceberg::spec::TableMetadata;
 
-use super::storage::{self, MarkerOwner};
-use super::{Catalog, OrgContext};
+use super::TableService;
+use crate::catalog::OrgContext;
+use crate::catalog::storage::{self, MarkerOwner};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
 use crate::objects::join;
-use crate::store::rows::keys;
+use crate::store::rows::{self, keys};
 
 /// Table properties that name where engines write files.
 pub const PATH_PROPERTIES: [&str; 3] = [
@@ -36,14 +37,14 @@ pub(super) struct Placement {
     pub claim: Option<String>,
 }
 
-impl Catalog {
+impl TableService {
     /// Gives up a placement that no table row will hold: an override's marker is removed so
     /// its prefix is free again. Best effort: a marker left behind only keeps a prefix unused.
     pub(super) async fn release(&self, placement: &Placement) {
         if placement.storage_override.is_none() {
             return;
         }
-        match self.objects_for(&placement.bucket).await {
+        match self.core.lookups.objects_for(&placement.bucket).await {
             Ok(objects) => storage::remove_marker(&*objects, &placement.directory).await,
             Err(e) => tracing::warn!(error = %e, "could not release an unclaimed override prefix"),
         }
@@ -64,7 +65,11 @@ impl Catalog {
                 .place_on_override(ctx, ns, name, requested, nickname)
                 .await;
         }
-        let bucket = self.usable_bucket(&ctx.org.name, &ns.bucket).await?;
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(&ctx.org.name, &ns.bucket)
+            .await?;
         let (segment, location) = match requested {
             None => {
                 let segment = storage::generate_prefix(name);
@@ -94,23 +99,29 @@ impl Catalog {
         requested: Option<&str>,
         nickname: &str,
     ) -> Result<Placement> {
-        let bucket = self.usable_bucket(&ctx.org.name, nickname).await?;
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(&ctx.org.name, nickname)
+            .await?;
         // The storage rule of public namespaces holds for every table, not only those there
         // when the namespace went public: `ns` is the row this create's write is conditioned
         // on, so a concurrent visibility change either sees this table or makes it retry.
-        if crate::authz::is_public(ns) && !super::grants::vends_through_role(&bucket) {
-            return Err(super::grants::public_storage_refused(&format!(
-                "the storage override of table '{name}' (bucket '{nickname}')"
-            )));
+        if crate::authz::is_public(ns)
+            && !crate::catalog::access::grants::vends_through_role(&bucket)
+        {
+            return Err(crate::catalog::access::grants::public_storage_refused(
+                &format!("the storage override of table '{name}' (bucket '{nickname}')"),
+            ));
         }
-        let objects = self.objects_for(&bucket).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         let id = uuid::Uuid::now_v7().to_string();
         let owner = MarkerOwner {
             org: &ctx.org.name,
             kind: "table",
             name,
             id: &id,
-            created_ms: self.clock.now_ms(),
+            created_ms: self.core.clock.now_ms(),
         };
         let (prefix, root) = storage::reserve_prefix(&*objects, &bucket.root, name, &owner).await?;
         let location = match requested {
@@ -139,6 +150,7 @@ impl Catalog {
     /// directory claims.
     async fn check_directory_free(&self, ns: &NamespaceRow, segment: &str) -> Result<()> {
         if self
+            .core
             .store
             .get(&keys::directory_claim(&ns.id, segment))
             .await?
@@ -148,12 +160,18 @@ impl Catalog {
         }
         let directory = join(&ns.location, segment);
         let pk = keys::namespace_partition(&ns.id);
-        let overlapping: Vec<TableRow> = self
-            .collect_rows(&pk, keys::TABLE_PREFIX, None, 1, |t: &TableRow| {
+        let overlapping: Vec<TableRow> = rows::collect(
+            &*self.core.store,
+            &pk,
+            keys::TABLE_PREFIX,
+            None,
+            1,
+            |t: &TableRow| {
                 storage::is_within(t.directory(), &directory)
                     || storage::is_within(&directory, t.directory())
-            })
-            .await?;
+            },
+        )
+        .await?;
         if overlapping.is_empty() {
             Ok(())
         } else {

@@ -9,14 +9,16 @@
 //! A table is known to events by its uuid: a table grant (on a name) shows the events of the
 //! table that holds the name now, never those of a dropped table that held it before.
 
+use crate::core::Core;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{ChangeEvent, Kind, outbox};
+use super::OrgContext;
 use crate::authz::Action;
-use crate::catalog::{Catalog, OrgContext};
 use crate::error::{CatalogError, Result};
+use crate::events::{ChangeEvent, Kind, outbox};
 use crate::model::{NamespaceRow, OrgRole, TableRow};
 use crate::store::rows::{self, keys};
 
@@ -38,7 +40,18 @@ pub struct EventsPage {
     pub next_token: String,
 }
 
-impl Catalog {
+/// Reading an org's change events back.
+pub struct EventService {
+    core: Arc<Core>,
+}
+
+impl EventService {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+}
+
+impl EventService {
     /// The events after `after` (from the oldest kept when `None`) that the caller may see,
     /// at most `limit`.
     pub async fn list_events(
@@ -54,13 +67,13 @@ impl Catalog {
         }
         let org = ctx.org.name.as_str();
         let after = after.map(parse_token).transpose()?;
-        let last = outbox::read_counter(&*self.store, org).await?.last;
+        let last = outbox::read_counter(&*self.core.store, org).await?.last;
         if after.is_some_and(|a| a > last) {
             return Err(CatalogError::BadRequest(
                 "Invalid events token: it is ahead of the org's events".into(),
             ));
         }
-        let now_s = self.clock.now_ms() / 1000;
+        let now_s = self.core.clock.now_ms() / 1000;
         let mut position = after.unwrap_or(0);
         let mut first = true;
         let mut events = Vec::new();
@@ -68,7 +81,7 @@ impl Catalog {
         let mut namespaces = Namespaces::default();
         let mut holders = Holders::default();
         'pages: while events.len() < limit && scanned < MAX_SCANNED && position < last {
-            let items = outbox::events_after(&*self.store, org, position, BATCH).await?;
+            let items = outbox::events_after(&*self.core.store, org, position, BATCH).await?;
             if items.is_empty() {
                 break;
             }
@@ -120,7 +133,12 @@ impl Catalog {
             return Ok(true);
         }
         let public = namespaces
-            .is_public(self, &ctx.org.name, &data.namespace, &data.namespace_uuid)
+            .is_public(
+                &self.core,
+                &ctx.org.name,
+                &data.namespace,
+                &data.namespace_uuid,
+            )
             .await?;
         let access = &ctx.access;
         let on = |table: Option<&str>, action: Action| {
@@ -147,7 +165,7 @@ impl Catalog {
                 return Ok(false);
             };
             Ok(holders
-                .holder(self, &data.namespace_uuid, table)
+                .holder(&self.core, &data.namespace_uuid, table)
                 .await?
                 .is_some_and(|holder| holder == uuid))
         };
@@ -185,14 +203,14 @@ struct Holders(HashMap<(String, String), Option<String>>);
 impl Holders {
     async fn holder(
         &mut self,
-        catalog: &Catalog,
+        core: &Core,
         namespace_id: &str,
         table: &str,
     ) -> Result<Option<&str>> {
         let key = (namespace_id.to_owned(), table.to_owned());
         if !self.0.contains_key(&key) {
             let row =
-                rows::get::<TableRow>(&*catalog.store, &keys::table(namespace_id, table)).await?;
+                rows::get::<TableRow>(&*core.store, &keys::table(namespace_id, table)).await?;
             self.0.insert(key.clone(), row.map(|t| t.row.id));
         }
         Ok(self.0.get(&key).and_then(|id| id.as_deref()))
@@ -204,17 +222,11 @@ impl Holders {
 struct Namespaces(HashMap<String, bool>);
 
 impl Namespaces {
-    async fn is_public(
-        &mut self,
-        catalog: &Catalog,
-        org: &str,
-        name: &str,
-        id: &str,
-    ) -> Result<bool> {
+    async fn is_public(&mut self, core: &Core, org: &str, name: &str, id: &str) -> Result<bool> {
         if let Some(public) = self.0.get(id) {
             return Ok(*public);
         }
-        let row = rows::get::<NamespaceRow>(&*catalog.store, &keys::namespace(org, name)).await?;
+        let row = rows::get::<NamespaceRow>(&*core.store, &keys::namespace(org, name)).await?;
         let public = row.is_some_and(|ns| ns.row.id == id && crate::authz::is_public(&ns.row));
         self.0.insert(id.to_owned(), public);
         Ok(public)

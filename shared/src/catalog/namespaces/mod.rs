@@ -1,11 +1,17 @@
 //! Namespace operations: flat, bound to a bucket prefix, soft-deleted on drop.
 
-use crate::events::{Draft, Kind};
-use std::collections::BTreeMap;
+mod lifecycle;
+pub mod purge;
 
-use super::storage::{self, MarkerOwner};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, paging};
+use crate::core::Core;
+use crate::events::{Draft, Kind};
+pub use lifecycle::{DeleteOptions, NamespaceStatus};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::storage::{self, MarkerOwner};
+use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::error::{CatalogError, Result};
 use crate::model::{NamespaceRow, Visibility};
 use crate::store::rows::{self, NameClaimRow, NameHolder, PrefixClaimRow, Versioned, keys};
@@ -27,7 +33,18 @@ fn response(ns: &NamespaceRow) -> NamespaceResponse {
     }
 }
 
-impl Catalog {
+/// Namespaces with their lifecycle (drop, restore, immediate delete) and the purge.
+pub struct NamespaceService {
+    core: Arc<Core>,
+}
+
+impl NamespaceService {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+}
+
+impl NamespaceService {
     pub async fn list_namespaces(
         &self,
         ctx: &OrgContext,
@@ -46,22 +63,23 @@ impl Catalog {
         let pk = keys::org_partition(&ctx.org.name);
         let scope = format!("namespaces:{}", ctx.org.name);
         let after = self
+            .core
             .page_tokens
             .resume(&scope, page)?
             .map(|name| format!("{}{name}", keys::NAMESPACE_PREFIX));
-        let found: Vec<NamespaceRow> = self
-            .collect_rows(
-                &pk,
-                keys::NAMESPACE_PREFIX,
-                after,
-                page.read_limit(),
-                |ns: &NamespaceRow| {
-                    ns.deleted_ms.is_none()
-                        && ctx.access.allows(Resource::Namespace(ns), Action::Read)
-                },
-            )
-            .await?;
+        let found: Vec<NamespaceRow> = rows::collect(
+            &*self.core.store,
+            &pk,
+            keys::NAMESPACE_PREFIX,
+            after,
+            page.read_limit(),
+            |ns: &NamespaceRow| {
+                ns.deleted_ms.is_none() && ctx.access.allows(Resource::Namespace(ns), Action::Read)
+            },
+        )
+        .await?;
         let (found, token) = self
+            .core
             .page_tokens
             .paginate(&scope, found, page, |ns| ns.name.as_str());
         Ok(ListNamespacesResponse {
@@ -84,12 +102,16 @@ impl Catalog {
             .get(BUCKET_PROPERTY)
             .cloned()
             .unwrap_or_else(|| ctx.org.default_bucket.clone());
-        let bucket = self.usable_bucket(&ctx.org.name, &nickname).await?;
-        let objects = self.objects_for(&bucket).await?;
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(&ctx.org.name, &nickname)
+            .await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         let org = ctx.org.name.as_str();
 
         if let Some(claim) =
-            rows::get::<NameClaimRow>(&*self.store, &keys::name_claim(org, &name)).await?
+            rows::get::<NameClaimRow>(&*self.core.store, &keys::name_claim(org, &name)).await?
         {
             return self
                 .create_over_claim(ctx, claim, &name, &nickname, properties)
@@ -97,7 +119,7 @@ impl Catalog {
         }
 
         let id = uuid::Uuid::now_v7().to_string();
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let owner = MarkerOwner {
             org,
             kind: "namespace",
@@ -150,7 +172,7 @@ impl Catalog {
             ),
         ];
         let event = Draft::new(Kind::NamespaceCreated, org, &name, &row.id, &ctx.principal);
-        match self.write_change(writes, event).await {
+        match self.core.changes.write_change(writes, event).await {
             Ok(()) => Ok(response(&row)),
             Err(e) => {
                 storage::remove_marker(&*objects, &root).await;
@@ -182,7 +204,8 @@ impl Catalog {
         };
         let org = ctx.org.name.as_str();
         let Some(old) =
-            rows::get::<NamespaceRow>(&*self.store, &keys::namespace(org, &claim.row.name)).await?
+            rows::get::<NamespaceRow>(&*self.core.store, &keys::namespace(org, &claim.row.name))
+                .await?
         else {
             return Err(already_exists(name));
         };
@@ -195,8 +218,12 @@ impl Catalog {
         if old.row.bucket != nickname {
             return Err(already_exists(name));
         }
-        let bucket = self.usable_bucket(org, &old.row.bucket).await?;
-        let objects = self.objects_for(&bucket).await?;
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(org, &old.row.bucket)
+            .await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         if !storage::holds_only_marker(&*objects, &old.row.location).await? {
             return Err(CatalogError::AlreadyExists(format!(
                 "Namespace already exists: {name} (soft-deleted, and its storage still holds data; restore it instead)"
@@ -216,10 +243,10 @@ impl Catalog {
         let key = keys::namespace(org, name);
         let write = rows::put(key.clone(), &row, Condition::VersionIs(old.version));
         let event = Draft::new(Kind::NamespaceCreated, org, name, &row.id, &ctx.principal);
-        match self.write_change(vec![write], event).await {
+        match self.core.changes.write_change(vec![write], event).await {
             Ok(()) => {}
             Err(StoreError::ConditionFailed { .. }) => {
-                let now = rows::get::<NamespaceRow>(&*self.store, &key).await?;
+                let now = rows::get::<NamespaceRow>(&*self.core.store, &key).await?;
                 return Err(match now {
                     Some(ns) if ns.row.purging.is_none() => already_exists(name),
                     _ => being_purged(name),
@@ -241,13 +268,13 @@ impl Catalog {
     }
 
     pub async fn load_namespace(&self, ctx: &OrgContext, name: &str) -> Result<NamespaceResponse> {
-        let ns = self.live_namespace(ctx, name).await?;
+        let ns = self.core.lookups.live_namespace(ctx, name).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)?;
         Ok(response(&ns.row))
     }
 
     pub async fn namespace_exists(&self, ctx: &OrgContext, name: &str) -> Result<()> {
-        let ns = self.live_namespace(ctx, name).await?;
+        let ns = self.core.lookups.live_namespace(ctx, name).await?;
         authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)
     }
 
@@ -266,7 +293,7 @@ impl Catalog {
         immediate: bool,
     ) -> Result<()> {
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, name).await?;
+            let ns = self.core.lookups.live_namespace(ctx, name).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), action)?;
             if ns.row.table_count > 0 {
                 return Err(CatalogError::NamespaceNotEmpty(format!(
@@ -275,14 +302,14 @@ impl Catalog {
                 )));
             }
             let mut row = ns.row.clone();
-            let deleted_ms = self.clock.now_ms();
+            let deleted_ms = self.core.clock.now_ms();
             row.deleted_ms = Some(deleted_ms);
             if immediate {
-                crate::purge::request_immediate(&mut row, deleted_ms);
+                self::purge::request_immediate(&mut row, deleted_ms);
             }
             let key = keys::namespace(&ctx.org.name, name);
             // The sparse index is how the purge finds expired namespaces without a scan.
-            let index = crate::purge::index_key(&row);
+            let index = self::purge::index_key(&row);
             let write = rows::put_indexed(key, &row, Condition::VersionIs(ns.version), index);
             // A dropped namespace is no longer discoverable, public or not.
             let unlist = Write::Delete {
@@ -296,9 +323,17 @@ impl Catalog {
                 &row.id,
                 &ctx.principal,
             );
-            match self.write_change(vec![write, unlist], event).await {
+            match self
+                .core
+                .changes
+                .write_change(vec![write, unlist], event)
+                .await
+            {
                 Ok(()) => {
-                    self.namespaces.clear();
+                    self.core
+                        .lookups
+                        .namespace_changed(&ctx.org.name, name)
+                        .await;
                     return Ok(());
                 }
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
@@ -314,7 +349,7 @@ impl Catalog {
         name: &str,
         request: UpdateNamespacePropertiesRequest,
     ) -> Result<UpdateNamespacePropertiesResponse> {
-        let seen = self.recent_namespace(ctx, name).await?;
+        let seen = self.core.lookups.recent_namespace(ctx, name).await?;
         authorize(&ctx.access, Resource::Namespace(&seen), Action::Write)?;
         let updates = request.updates.unwrap_or_default();
         let removals = request.removals.unwrap_or_default();
@@ -332,7 +367,7 @@ impl Catalog {
             )));
         }
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, name).await?;
+            let ns = self.core.lookups.live_namespace(ctx, name).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
             let mut row = ns.row.clone();
             let (mut removed, mut missing) = (Vec::new(), Vec::new());
@@ -360,6 +395,8 @@ impl Catalog {
             event.data.updated_properties = answer.updated.clone();
             event.data.removed_properties = answer.removed.clone();
             match self
+                .core
+                .changes
                 .write_change_answering(
                     vec![rows::put(key, &row, Condition::VersionIs(ns.version))],
                     event,
@@ -373,39 +410,6 @@ impl Catalog {
             }
         }
         Err(busy())
-    }
-
-    /// Reads rows of one partition in order, keeping those that pass `keep`, until `want`.
-    pub(super) async fn collect_rows<T: serde::de::DeserializeOwned>(
-        &self,
-        pk: &str,
-        sk_prefix: &str,
-        mut after: Option<String>,
-        want: usize,
-        keep: impl Fn(&T) -> bool,
-    ) -> Result<Vec<T>> {
-        const BATCH: usize = 256;
-        let mut out = Vec::new();
-        loop {
-            let batch = self
-                .store
-                .query(pk, sk_prefix, after.as_deref(), BATCH)
-                .await?;
-            let exhausted = batch.len() < BATCH;
-            after = batch.last().map(|item| item.key.sk.clone());
-            for item in &batch {
-                let row: T = rows::decode(item)?;
-                if keep(&row) {
-                    out.push(row);
-                    if out.len() >= want {
-                        return Ok(out);
-                    }
-                }
-            }
-            if exhausted {
-                return Ok(out);
-            }
-        }
     }
 }
 

@@ -4,15 +4,16 @@
 
 use std::collections::BTreeMap;
 
-use super::{Catalog, OrgContext};
+use super::TableService;
 use crate::authz::{Action, Resource};
+use crate::catalog::OrgContext;
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, NamespaceRow, S3Defaults, parse_s3_url};
 use crate::signing::policy::{self, Access};
 use crate::signing::sigv4::{self, Keys};
 use crate::signing::{Refusal, RemoteSignRequest, RemoteSignResult, s3};
 
-impl Catalog {
+impl TableService {
     /// Signs one storage request of `namespace.table` (spec `signRequest`): read access signs
     /// GET and HEAD (and listings of the table's directory), write access also PUT, POST
     /// (multipart, batch deletes) and DELETE, on the table's own objects only and never on a
@@ -25,9 +26,11 @@ impl Catalog {
         request: RemoteSignRequest,
     ) -> Result<RemoteSignResult> {
         let (ns, row) = self
+            .core
+            .lookups
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
-        let bucket = self.table_bucket(ctx, &ns, &row.row).await?;
+        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
         let BucketAuth::Hmac {
             access_key_id,
             secret_access_key,
@@ -90,7 +93,7 @@ impl Catalog {
                 secret_access_key,
             },
             &region,
-            std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.clock.now_ms()),
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(self.core.clock.now_ms()),
         )
         .map_err(refuse)?;
         tracing::debug!(
@@ -138,11 +141,11 @@ impl Catalog {
     }
 }
 
-impl Catalog {
+impl TableService {
     /// What engines are told to reach a static-key bucket (endpoint, region, addressing): the
     /// vendor's settings, else the configuration's own (a server without S3 vending).
     pub(super) fn s3_settings(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
-        let mut config = self.vendor.storage_config(bucket);
+        let mut config = self.core.vendor.storage_config(bucket);
         let own = crate::vending::sts::s3_client_config(bucket, &S3Defaults::default());
         for (key, value) in own {
             config.entry(key).or_insert(value);

@@ -10,13 +10,15 @@ use std::collections::BTreeMap;
 use crate::events::{Draft, GrantChange, Kind};
 use serde::Serialize;
 
-use super::namespaces::busy;
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
+use super::AccessService;
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::namespaces::busy;
+use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::error::{CatalogError, Result};
 use crate::model::{
     BucketAuth, GrantRow, NamespaceRow, Platform, TableRow, TeamMemberRow, TeamRow, Visibility,
 };
+use crate::store::MetaStore;
 use crate::store::rows::{self, PublicNamespaceRow, keys};
 use crate::store::{Condition, Key, StoreError, Write};
 
@@ -32,21 +34,21 @@ pub struct GrantView {
     pub table: Option<String>,
 }
 
-impl Catalog {
+impl AccessService {
     /// The grants on a namespace and its tables. Manage on the namespace sees them all; manage
     /// on one table sees that table's only.
     pub async fn list_grants(&self, ctx: &OrgContext, namespace: &str) -> Result<Vec<GrantView>> {
-        let ns = self.live_namespace(ctx, namespace).await?.row;
+        let ns = self.core.lookups.live_namespace(ctx, namespace).await?.row;
         let manages_namespace = ctx.access.allows(Resource::Namespace(&ns), Action::Manage);
-        let rows: Vec<GrantRow> = self
-            .collect_rows(
-                &keys::namespace_partition(&ns.id),
-                keys::GRANT_PREFIX,
-                None,
-                usize::MAX,
-                |_| true,
-            )
-            .await?;
+        let rows: Vec<GrantRow> = rows::collect(
+            &*self.core.store,
+            &keys::namespace_partition(&ns.id),
+            keys::GRANT_PREFIX,
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await?;
         let visible: Vec<GrantView> = rows
             .into_iter()
             .filter(|g| {
@@ -83,7 +85,7 @@ impl Catalog {
         table: Option<&str>,
         action: Action,
     ) -> Result<()> {
-        let ns = self.live_namespace(ctx, namespace).await?.row;
+        let ns = self.core.lookups.live_namespace(ctx, namespace).await?.row;
         self.authorize_grant_admin(ctx, &ns, table)?;
         if let Some(table) = table {
             names::validate_table_name(table)?;
@@ -109,8 +111,8 @@ impl Catalog {
         ];
         writes.extend(self.legacy_grant_row(&ns, table, &principal).await?);
         let event = grant_event(ctx, &ns, &principal, table, Some(action));
-        self.write_change(writes, event).await?;
-        self.standing.clear();
+        self.core.changes.write_change(writes, event).await?;
+        self.core.lookups.org_access_changed(&ctx.org.name);
         tracing::info!(audit = "grant", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, ?action, "grant set");
         Ok(())
     }
@@ -123,7 +125,7 @@ impl Catalog {
         principal: &str,
         table: Option<&str>,
     ) -> Result<()> {
-        let ns = self.live_namespace(ctx, namespace).await?.row;
+        let ns = self.core.lookups.live_namespace(ctx, namespace).await?.row;
         self.authorize_grant_admin(ctx, &ns, table)?;
         let principal = canonical_principal(principal)?;
         let mut writes = vec![
@@ -138,8 +140,8 @@ impl Catalog {
         ];
         writes.extend(self.legacy_grant_row(&ns, table, &principal).await?);
         let event = grant_event(ctx, &ns, &principal, table, None);
-        self.write_change(writes, event).await?;
-        self.standing.clear();
+        self.core.changes.write_change(writes, event).await?;
+        self.core.lookups.org_access_changed(&ctx.org.name);
         tracing::info!(audit = "revoke", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, "grant removed");
         Ok(())
     }
@@ -154,7 +156,7 @@ impl Catalog {
         visibility: Visibility,
     ) -> Result<()> {
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, namespace).await?;
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Manage)?;
             if visibility == Visibility::AuthenticatedPublic {
                 self.check_public_storage(ctx, &ns.row).await?;
@@ -189,10 +191,18 @@ impl Catalog {
                 &ctx.principal,
             );
             event.data.visibility = Some(visibility);
-            match self.write_change(vec![write, index_write], event).await {
+            match self
+                .core
+                .changes
+                .write_change(vec![write, index_write], event)
+                .await
+            {
                 Ok(()) => {
-                    self.namespaces.clear();
-                    self.standing.clear();
+                    self.core
+                        .lookups
+                        .namespace_changed(&ctx.org.name, &row.name)
+                        .await;
+                    self.core.lookups.org_access_changed(&ctx.org.name);
                     tracing::info!(audit = "visibility", org = %ctx.org.name, by = %ctx.principal.id, namespace = %row.name, ?visibility, "namespace visibility set");
                     return Ok(());
                 }
@@ -210,9 +220,10 @@ impl Catalog {
             .map_err(|_| CatalogError::BadRequest(format!("Invalid team name: '{team}'")))?;
         let row = TeamRow {
             name: team.to_owned(),
-            created_ms: self.clock.now_ms(),
+            created_ms: self.core.clock.now_ms(),
         };
         match self
+            .core
             .store
             .write(vec![rows::put(
                 keys::team(&ctx.org.name, team),
@@ -238,7 +249,7 @@ impl Catalog {
         member: bool,
     ) -> Result<()> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
-        if rows::get::<TeamRow>(&*self.store, &keys::team(&ctx.org.name, team))
+        if rows::get::<TeamRow>(&*self.core.store, &keys::team(&ctx.org.name, team))
             .await?
             .is_none()
         {
@@ -282,8 +293,8 @@ impl Catalog {
                 },
             ]
         };
-        self.store.write(writes).await?;
-        self.standing.clear();
+        self.core.store.write(writes).await?;
+        self.core.lookups.org_access_changed(org);
         tracing::info!(audit = "team", org = %org, by = %ctx.principal.id, team, principal = %principal, member, "team membership set");
         Ok(())
     }
@@ -291,14 +302,14 @@ impl Catalog {
     /// The writes that move every grant on table `from` to table `to` (a rename carries them),
     /// merged with grants already on `to`: a principal holding both keeps the higher action.
     /// They join the rename's own atomic write, so there is a bound on how many fit.
-    pub(super) async fn carry_grants(
-        &self,
+    pub(crate) async fn carry_grants(
+        store: &dyn MetaStore,
         ctx: &OrgContext,
         ns: &NamespaceRow,
         from: &str,
         to: &str,
     ) -> Result<Vec<Write>> {
-        let moving = self.grants_on(ns, from).await?;
+        let moving = Self::grants_on(store, ns, from).await?;
         if moving.len() > MAX_CARRIED_GRANTS {
             return Err(CatalogError::CommitFailed(format!(
                 "Table {}.{from} has {} grants; a rename carries at most {MAX_CARRIED_GRANTS} atomically: remove some first",
@@ -306,7 +317,7 @@ impl Catalog {
                 moving.len()
             )));
         }
-        let existing = self.grants_on(ns, to).await?;
+        let existing = Self::grants_on(store, ns, to).await?;
         let org = &ctx.org.name;
         // Per principal: the listing rows to remove (on `from`, and on `to` where one lies under
         // a key of an earlier format) and the action it ends up with.
@@ -362,7 +373,11 @@ impl Catalog {
     /// [`keys::grants_on`] and, for rows written before components were escaped, under
     /// [`keys::legacy_grants_on`]. A row is taken by the table its body names, never by where
     /// its key starts (there, an earlier row of a grant on `t#x` also starts `GRANT#t#`).
-    async fn grants_on(&self, ns: &NamespaceRow, table: &str) -> Result<Vec<(Key, GrantRow)>> {
+    async fn grants_on(
+        store: &dyn MetaStore,
+        ns: &NamespaceRow,
+        table: &str,
+    ) -> Result<Vec<(Key, GrantRow)>> {
         const BATCH: usize = 256;
         let partition = keys::namespace_partition(&ns.id);
         let current = keys::grants_on(Some(table));
@@ -375,8 +390,7 @@ impl Catalog {
         for prefix in prefixes {
             let mut after: Option<String> = None;
             loop {
-                let batch = self
-                    .store
+                let batch = store
                     .query(&partition, &prefix, after.as_deref(), BATCH)
                     .await?;
                 let exhausted = batch.len() < BATCH;
@@ -408,7 +422,7 @@ impl Catalog {
         if legacy == keys::grant(&ns.id, table, principal) {
             return Ok(None);
         }
-        let Some(found) = rows::get::<GrantRow>(&*self.store, &legacy).await? else {
+        let Some(found) = rows::get::<GrantRow>(&*self.core.store, &legacy).await? else {
             return Ok(None);
         };
         let same = found.row.principal == principal && found.row.table.as_deref() == table;
@@ -442,7 +456,7 @@ impl Catalog {
     async fn grantee(&self, ctx: &OrgContext, principal: &str) -> Result<String> {
         let principal = canonical_principal(principal)?;
         if let Some(team) = principal.strip_prefix("team:")
-            && rows::get::<TeamRow>(&*self.store, &keys::team(&ctx.org.name, team))
+            && rows::get::<TeamRow>(&*self.core.store, &keys::team(&ctx.org.name, team))
                 .await?
                 .is_none()
         {
@@ -455,24 +469,32 @@ impl Catalog {
 
     async fn check_public_storage(&self, ctx: &OrgContext, ns: &NamespaceRow) -> Result<()> {
         let refuse = public_storage_refused;
-        let bucket = self.usable_bucket(&ctx.org.name, &ns.bucket).await?;
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(&ctx.org.name, &ns.bucket)
+            .await?;
         if !vends_through_role(&bucket) {
             return Err(refuse(&format!("bucket '{}'", ns.bucket)));
         }
-        let tables: Vec<TableRow> = self
-            .collect_rows(
-                &keys::namespace_partition(&ns.id),
-                keys::TABLE_PREFIX,
-                None,
-                usize::MAX,
-                |t: &TableRow| t.storage_override.is_some(),
-            )
-            .await?;
+        let tables: Vec<TableRow> = rows::collect(
+            &*self.core.store,
+            &keys::namespace_partition(&ns.id),
+            keys::TABLE_PREFIX,
+            None,
+            usize::MAX,
+            |t: &TableRow| t.storage_override.is_some(),
+        )
+        .await?;
         for table in tables {
             let Some(storage) = &table.storage_override else {
                 continue;
             };
-            let bucket = self.usable_bucket(&ctx.org.name, &storage.bucket).await?;
+            let bucket = self
+                .core
+                .lookups
+                .usable_bucket(&ctx.org.name, &storage.bucket)
+                .await?;
             if !vends_through_role(&bucket) {
                 return Err(refuse(&format!(
                     "the storage override of table '{}' (bucket '{}')",
@@ -485,7 +507,7 @@ impl Catalog {
 }
 
 /// The refusal of storage a public namespace may not use; `what` names it.
-pub(super) fn public_storage_refused(what: &str) -> CatalogError {
+pub(crate) fn public_storage_refused(what: &str) -> CatalogError {
     CatalogError::BadRequest(format!(
         "A public namespace needs storage that vends credentials through a customer-managed role; {what} does not"
     ))
@@ -494,7 +516,7 @@ pub(super) fn public_storage_refused(what: &str) -> CatalogError {
 /// Storage a public namespace may use: credentials vended through a customer-managed role or
 /// downscoped from the catalog's service account (GCS), or a local directory of `floe serve`,
 /// which vends nothing.
-pub(super) fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
+pub(crate) fn vends_through_role(bucket: &crate::model::BucketRow) -> bool {
     match bucket.auth {
         // Downscoped tokens, as a role's session policy scopes S3 credentials.
         BucketAuth::CustomerManagedRole { .. } | BucketAuth::ServiceAccount => true,

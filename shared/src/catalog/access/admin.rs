@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::namespaces::busy;
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
+use super::AccessService;
 use crate::authz::{Action, Resource, access_denied, authorize};
+use crate::catalog::namespaces::busy;
+use crate::catalog::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
 use crate::error::{CatalogError, Result};
 use crate::model::{
     NamespaceRow, OrgRole, OrgRow, Principal, PrincipalKind, TeamMemberRow, TeamRow, Visibility,
@@ -90,17 +91,9 @@ pub fn display_principal(id: &str) -> String {
     }
 }
 
-impl Catalog {
-    pub(super) async fn is_service_admin(&self, principal: &Principal) -> Result<bool> {
-        Ok(
-            rows::get::<ServiceAdminRow>(&*self.store, &keys::service_admin(&principal.id))
-                .await?
-                .is_some(),
-        )
-    }
-
+impl AccessService {
     async fn require_service_admin(&self, principal: &Principal, what: &str) -> Result<()> {
-        if self.is_service_admin(principal).await? {
+        if self.core.lookups.is_service_admin(principal).await? {
             return Ok(());
         }
         tracing::info!(audit = "denied", principal = %principal.id, action = what, "service administrators only");
@@ -117,9 +110,9 @@ impl Catalog {
             name: name.to_owned(),
             iceberg_enabled: true,
             default_bucket: "default".into(),
-            created_ms: self.clock.now_ms(),
+            created_ms: self.core.clock.now_ms(),
         };
-        if !bootstrap::ensure_org(&*self.store, &org).await? {
+        if !bootstrap::ensure_org(&*self.core.store, &org).await? {
             return Err(CatalogError::AlreadyExists(format!(
                 "Org already exists: {name}"
             )));
@@ -137,12 +130,13 @@ impl Catalog {
     ) -> Result<OrgRow> {
         self.require_service_admin(principal, "update org").await?;
         for _ in 0..ROW_RACE_RETRIES {
-            let current = rows::get::<OrgRow>(&*self.store, &keys::org(org))
+            let current = rows::get::<OrgRow>(&*self.core.store, &keys::org(org))
                 .await?
                 .ok_or_else(|| CatalogError::NotFound(format!("Org does not exist: {org}")))?;
             let mut row = current.row.clone();
             row.iceberg_enabled = enabled;
             match self
+                .core
                 .store
                 .write(vec![rows::put(
                     keys::org(org),
@@ -152,7 +146,7 @@ impl Catalog {
                 .await
             {
                 Ok(()) => {
-                    self.standing.clear();
+                    self.core.lookups.org_access_changed(org);
                     tracing::info!(audit = "org", principal = %principal.id, org, enabled, "iceberg switched");
                     return Ok(row);
                 }
@@ -179,8 +173,8 @@ impl Catalog {
             ));
         }
         let (principal, token) = bootstrap::issue_api_client(
-            &*self.store,
-            &*self.clock,
+            &*self.core.store,
+            &*self.core.clock,
             &ctx.org.name,
             name,
             email,
@@ -201,15 +195,15 @@ impl Catalog {
     /// The org's api clients, without tokens (org admins).
     pub async fn list_api_clients(&self, ctx: &OrgContext) -> Result<Vec<ApiClientView>> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
-        let clients: Vec<ApiClientRow> = self
-            .collect_rows(
-                &keys::org_partition(&ctx.org.name),
-                keys::API_CLIENT_PREFIX,
-                None,
-                usize::MAX,
-                |_| true,
-            )
-            .await?;
+        let clients: Vec<ApiClientRow> = rows::collect(
+            &*self.core.store,
+            &keys::org_partition(&ctx.org.name),
+            keys::API_CLIENT_PREFIX,
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await?;
         Ok(clients
             .into_iter()
             .map(|c| ApiClientView {
@@ -228,12 +222,12 @@ impl Catalog {
     pub async fn delete_api_client(&self, ctx: &OrgContext, id: &str) -> Result<()> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
         let org = &ctx.org.name;
-        let client = rows::get::<ApiClientRow>(&*self.store, &keys::api_client(org, id))
+        let client = rows::get::<ApiClientRow>(&*self.core.store, &keys::api_client(org, id))
             .await?
             .ok_or_else(|| CatalogError::NotFound(format!("Api client does not exist: {id}")))?;
         let principal = format!("api-client:{id}");
         let token =
-            rows::get::<TokenRow>(&*self.store, &keys::token(&client.row.token_hash)).await?;
+            rows::get::<TokenRow>(&*self.core.store, &keys::token(&client.row.token_hash)).await?;
         let mut writes = vec![
             Write::Delete {
                 key: keys::api_client(org, id),
@@ -254,8 +248,9 @@ impl Catalog {
                 condition: Condition::Always,
             });
         }
-        self.store.write(writes).await?;
-        self.forget_cached();
+        self.core.store.write(writes).await?;
+        self.core.authn.principal_removed(&principal);
+        self.core.lookups.principal_removed(&principal);
         tracing::info!(audit = "api_client", org = %org, by = %ctx.principal.id, client = %principal, "api client deleted");
         Ok(())
     }
@@ -268,7 +263,7 @@ impl Catalog {
         role: Option<OrgRole>,
     ) -> Result<()> {
         authorize(&ctx.access, Resource::Catalog, Action::Manage)?;
-        let principal = super::canonical_principal(principal)?;
+        let principal = crate::catalog::canonical_principal(principal)?;
         if principal.starts_with("team:") {
             return Err(CatalogError::BadRequest(
                 "Teams are not org members; grant them access to namespaces instead".into(),
@@ -276,10 +271,10 @@ impl Catalog {
         }
         let org = &ctx.org.name;
         match role {
-            Some(role) => bootstrap::put_member(&*self.store, org, &principal, role).await?,
-            None => bootstrap::remove_member(&*self.store, org, &principal).await?,
+            Some(role) => bootstrap::put_member(&*self.core.store, org, &principal, role).await?,
+            None => bootstrap::remove_member(&*self.core.store, org, &principal).await?,
         }
-        self.standing.clear();
+        self.core.lookups.org_access_changed(org);
         tracing::info!(audit = "member", org = %org, by = %ctx.principal.id, principal = %principal, ?role, "membership set");
         Ok(())
     }
@@ -289,18 +284,18 @@ impl Catalog {
         if !ctx.access.is_member() {
             return Err(access_denied());
         }
-        rows::get::<TeamRow>(&*self.store, &keys::team(&ctx.org.name, team))
+        rows::get::<TeamRow>(&*self.core.store, &keys::team(&ctx.org.name, team))
             .await?
             .ok_or_else(|| CatalogError::NotFound(format!("Team does not exist: {team}")))?;
-        let members: Vec<TeamMemberRow> = self
-            .collect_rows(
-                &keys::team_members_partition(&ctx.org.name, team),
-                "MEMBER#",
-                None,
-                usize::MAX,
-                |_| true,
-            )
-            .await?;
+        let members: Vec<TeamMemberRow> = rows::collect(
+            &*self.core.store,
+            &keys::team_members_partition(&ctx.org.name, team),
+            "MEMBER#",
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await?;
         Ok(TeamView {
             name: team.to_owned(),
             members: members
@@ -316,7 +311,7 @@ impl Catalog {
         ctx: &OrgContext,
         namespace: &str,
     ) -> Result<NamespaceSettings> {
-        let ns = self.live_namespace(ctx, namespace).await?.row;
+        let ns = self.core.lookups.live_namespace(ctx, namespace).await?.row;
         authorize(&ctx.access, Resource::Namespace(&ns), Action::Read)?;
         Ok(settings(&ns))
     }
@@ -329,7 +324,7 @@ impl Catalog {
         namespace: &str,
         patch: NamespacePatch,
     ) -> Result<NamespaceSettings> {
-        let seen = self.live_namespace(ctx, namespace).await?.row;
+        let seen = self.core.lookups.live_namespace(ctx, namespace).await?.row;
         let needs = if patch.visibility.is_some() {
             Action::Manage
         } else {
@@ -347,10 +342,12 @@ impl Catalog {
             self.set_visibility(ctx, namespace, visibility).await?;
         }
         if patch.description.is_none() && patch.metadata.is_none() {
-            return Ok(settings(&self.live_namespace(ctx, namespace).await?.row));
+            return Ok(settings(
+                &self.core.lookups.live_namespace(ctx, namespace).await?.row,
+            ));
         }
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, namespace).await?;
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
             let mut row = ns.row.clone();
             if let Some(description) = &patch.description {
                 row.description = Some(description.clone()).filter(|d| !d.is_empty());
@@ -359,6 +356,7 @@ impl Catalog {
                 row.metadata = metadata.clone();
             }
             match self
+                .core
                 .store
                 .write(vec![rows::put(
                     keys::namespace(&ctx.org.name, namespace),
@@ -368,7 +366,10 @@ impl Catalog {
                 .await
             {
                 Ok(()) => {
-                    self.namespaces.clear();
+                    self.core
+                        .lookups
+                        .namespace_changed(&ctx.org.name, namespace)
+                        .await;
                     tracing::info!(audit = "namespace", org = %ctx.org.name, by = %ctx.principal.id, namespace, "namespace settings changed");
                     return Ok(settings(&row));
                 }
@@ -381,27 +382,27 @@ impl Catalog {
 
     /// Who the caller is, with its org roles and teams.
     pub async fn me(&self, principal: &Principal) -> Result<Me> {
-        let memberships: Vec<MembershipRow> = self
-            .collect_rows(
-                &keys::memberships_partition(&principal.id),
-                "ORG#",
+        let memberships: Vec<MembershipRow> = rows::collect(
+            &*self.core.store,
+            &keys::memberships_partition(&principal.id),
+            "ORG#",
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await?;
+        let mut org_roles = BTreeMap::new();
+        let mut teams = BTreeMap::new();
+        for membership in memberships {
+            let in_org: Vec<TeamMemberRow> = rows::collect(
+                &*self.core.store,
+                &keys::teams_of_partition(&membership.org, &principal.id),
+                keys::TEAM_PREFIX,
                 None,
                 usize::MAX,
                 |_| true,
             )
             .await?;
-        let mut org_roles = BTreeMap::new();
-        let mut teams = BTreeMap::new();
-        for membership in memberships {
-            let in_org: Vec<TeamMemberRow> = self
-                .collect_rows(
-                    &keys::teams_of_partition(&membership.org, &principal.id),
-                    keys::TEAM_PREFIX,
-                    None,
-                    usize::MAX,
-                    |_| true,
-                )
-                .await?;
             if !in_org.is_empty() {
                 teams.insert(
                     membership.org.clone(),
@@ -414,7 +415,7 @@ impl Catalog {
             principal: display_principal(&principal.id),
             name: principal.name.clone(),
             email: principal.email.clone(),
-            service_admin: self.is_service_admin(principal).await?,
+            service_admin: self.core.lookups.is_service_admin(principal).await?,
             org_roles,
             teams,
         })
@@ -424,9 +425,10 @@ impl Catalog {
     pub async fn make_service_admin(&self, principal: &Principal) -> Result<()> {
         let row = ServiceAdminRow {
             principal_id: principal.id.clone(),
-            created_ms: self.clock.now_ms(),
+            created_ms: self.core.clock.now_ms(),
         };
-        self.store
+        self.core
+            .store
             .write(vec![rows::put(
                 keys::service_admin(&principal.id),
                 &row,
@@ -458,8 +460,14 @@ pub async fn issue_service_admin(catalog: &Catalog, name: &str) -> Result<(Princ
         email: None,
     };
     let token = auth::generate_token();
-    bootstrap::register_token(&*catalog.store, &*catalog.clock, &principal, &token).await?;
-    catalog.make_service_admin(&principal).await?;
+    bootstrap::register_token(
+        &*catalog.core.store,
+        &*catalog.core.clock,
+        &principal,
+        &token,
+    )
+    .await?;
+    catalog.access.make_service_admin(&principal).await?;
     Ok((principal, token))
 }
 

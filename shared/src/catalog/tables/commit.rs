@@ -6,20 +6,20 @@ use iceberg::spec::{
     UnboundPartitionSpec,
 };
 use std::sync::Arc;
-use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use iceberg::{ErrorKind, TableRequirement, TableUpdate};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::metadata::metadata_file_location;
-use super::namespaces::busy;
-use super::parity::create::CreateSeed;
-use super::parity::refs_v1;
-use super::tables::{NewTableError, format_v3_unsupported};
-use super::{Catalog, OrgContext, ROW_RACE_RETRIES, names, parity, placement};
+use super::TableService;
+use super::placement;
+use super::{NewTableError, format_v3_unsupported};
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::metadata::metadata_file_location;
+use crate::catalog::namespaces::busy;
+use crate::catalog::parity::create::CreateSeed;
+use crate::catalog::parity::refs_v1;
+use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, parity};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
@@ -41,7 +41,7 @@ struct CommitTableRequest {
     updates: Vec<TableUpdate>,
 }
 
-impl Catalog {
+impl TableService {
     /// Commits a CommitTableRequest body. Outcomes: 200 when the pointer moved (or nothing
     /// changed), 409 when a requirement failed or another writer certainly won, 5xx
     /// CommitStateUnknownException when the swap's outcome cannot be known.
@@ -55,6 +55,8 @@ impl Catalog {
         // Authorized before the body is looked at: a caller who may not write the table learns
         // nothing about its request. A table that does not exist yet may be a staged create.
         let found = match self
+            .core
+            .lookups
             .authorized_table(ctx, namespace, table, Action::Write)
             .await
         {
@@ -98,7 +100,7 @@ impl Catalog {
     ) -> Result<CommitTableResponse> {
         let table_id = read.row.id.clone();
         let mut current = read;
-        let mut delays = self.commit_retry.delays();
+        let mut delays = self.core.limits.commit_retry.delays();
         loop {
             if let Attempt::Committed(response) =
                 self.commit_attempt(ctx, ns, &current, &request).await?
@@ -110,7 +112,7 @@ impl Catalog {
             };
             tracing::debug!(org = %ctx.org.name, namespace = %ns.name, table = %current.row.name, ?delay, "commit lost the swap; rebasing");
             tokio::time::sleep(delay).await;
-            let fresh = self.table_row(ns, &current.row.name).await?;
+            let fresh = self.core.lookups.table_row(ns, &current.row.name).await?;
             if fresh.row.id != table_id {
                 // Dropped and created again under the same name: not the table the client read.
                 return Err(CommitFailedRace::message(&ns.name, &current.row.name));
@@ -128,11 +130,11 @@ impl Catalog {
         request: &CommitTableRequest,
     ) -> Result<Attempt> {
         let row = &current.row;
-        let bucket = self.table_bucket(ctx, ns, row).await?;
-        let objects = self.objects_for(&bucket).await?;
+        let bucket = self.core.lookups.table_bucket(ctx, ns, row).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
         let (file, base) = self
             .metadata
-            .load_parsed(&*objects, &Self::table_ref(ctx, ns, row))
+            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, ns, row))
             .await?;
         let base_refs = match base.format_version() {
             FormatVersion::V1 => Some(refs_v1::read(&file.raw).map_err(|e| {
@@ -156,7 +158,7 @@ impl Catalog {
                 &ctx.org.name,
                 row.metadata_location.clone(),
                 &file,
-                &self.vendor.storage_config(&bucket),
+                &self.core.vendor.storage_config(&bucket),
             )));
         }
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
@@ -195,12 +197,12 @@ impl Catalog {
             Condition::TokenIs(current.token),
             Some(current.version),
         );
-        match self.write_change(vec![swap], event).await {
+        match self.core.changes.write_change(vec![swap], event).await {
             Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 location,
                 &written.file,
-                &self.vendor.storage_config(&bucket),
+                &self.core.vendor.storage_config(&bucket),
             ))),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
@@ -255,7 +257,7 @@ impl Catalog {
             CatalogError::BadRequest("A create commit must add the table's schema".into())
         })?;
         for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.live_namespace(ctx, namespace).await?;
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
             let placement = self
                 .place_table(ctx, &ns.row, table, location.as_deref(), None)
@@ -274,7 +276,7 @@ impl Catalog {
                         &ctx.org.name,
                         created.row.metadata_location,
                         &created.metadata.file,
-                        &self.vendor.storage_config(&created.bucket),
+                        &self.core.vendor.storage_config(&created.bucket),
                     ));
                 }
                 Err(NewTableError::NamespaceChanged) => continue,
@@ -362,39 +364,6 @@ enum Attempt {
     Committed(CommitTableResponse),
     /// Another writer moved the pointer first; nothing of this attempt was applied.
     LostRace,
-}
-
-/// How a commit that lost the swap is retried: Java's server retries 4 times from 100 ms up to a
-/// minute; a function behind a 29-second gateway waits less, so it tries more often instead
-/// (8 retries from 25 ms, at most 1 s apart: under 4 s in all). With 4, six writers racing on
-/// one table under load occasionally left one writer losing every race.
-#[derive(Debug, Clone, Copy)]
-pub struct CommitRetry {
-    pub retries: usize,
-    pub min_delay: Duration,
-    pub max_delay: Duration,
-}
-
-impl Default for CommitRetry {
-    fn default() -> Self {
-        Self {
-            retries: 8,
-            min_delay: Duration::from_millis(25),
-            max_delay: Duration::from_secs(1),
-        }
-    }
-}
-
-impl CommitRetry {
-    fn delays(&self) -> impl Iterator<Item = Duration> {
-        ExponentialBuilder::new()
-            .with_min_delay(self.min_delay)
-            .with_max_delay(self.max_delay)
-            .with_factor(2.0)
-            .with_jitter()
-            .with_max_times(self.retries)
-            .build()
-    }
 }
 
 /// Java's starting point for a create transaction: the first schema, spec and sort order the
