@@ -180,17 +180,17 @@ pub struct CommitTableResponse {
 }
 
 impl CommitTableResponse {
-    /// The answer for a table whose current file is `file`, at `metadata_location`, on a
-    /// bucket whose non-secret settings are `storage_config`.
+    /// The answer for a table whose current file holds `raw` (with digest `sha256`), at
+    /// `metadata_location`, on a bucket whose non-secret settings are `storage_config`.
     pub fn new(
         org: &str,
         metadata_location: String,
-        file: &crate::catalog::metadata::CachedMetadata,
+        (raw, sha256): (&bytes::Bytes, &str),
         storage_config: &BTreeMap<String, String>,
     ) -> Self {
         let etag = entity_tag(
             org,
-            &file.sha256,
+            sha256,
             NO_DELEGATION,
             Some(&metadata_location),
             storage_config,
@@ -198,7 +198,7 @@ impl CommitTableResponse {
         );
         Self {
             metadata_location,
-            metadata: file.raw.clone(),
+            metadata: raw.clone(),
             etag,
         }
     }

@@ -174,7 +174,7 @@ async fn drop_list_restore_then_an_immediate_purge_frees_the_name() {
 
 #[tokio::test]
 async fn the_purge_takes_immediate_requests_first() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     for name in ["aged", "urgent"] {
         c.create_namespace(name).await;
     }
@@ -190,7 +190,7 @@ async fn the_purge_takes_immediate_requests_first() {
     .assert_ok(204);
     // Both are due once the recovery period has passed; one run that takes a single namespace
     // takes the immediate one, although it was deleted later.
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = c
         .catalog
         .namespaces
@@ -202,7 +202,7 @@ async fn the_purge_takes_immediate_requests_first() {
     let report = c
         .catalog
         .namespaces
-        .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
+        .purge_expired(c.now_ms(), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
     assert!(report.purged.is_empty(), "{report:?}");
@@ -211,7 +211,7 @@ async fn the_purge_takes_immediate_requests_first() {
 
 #[tokio::test]
 async fn retain_data_frees_the_name_and_keeps_every_byte() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     let location = namespace_with_files(&c, "kept").await;
     let files = c.files_under(&location).await;
     c.create_table("kept", "still_here").await;
@@ -249,7 +249,7 @@ async fn retain_data_frees_the_name_and_keeps_every_byte() {
     assert_ne!(again["properties"]["location"], location.as_str());
     assert_eq!(grants_of(&c, "kept").await, json!([]));
     // No purge ever touches the kept bytes.
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     c.catalog
         .namespaces
         .purge_expired(later, RECOVERY_PERIOD, 100)
@@ -287,7 +287,7 @@ fn namespace_removals(writes: &[Write]) -> bool {
 #[tokio::test]
 async fn a_restore_after_the_purge_began_is_409() {
     let pause = Pause::new();
-    let (c, armed) = TestCatalog::with_fault(
+    let (c, armed) = TestCatalog::frozen_with_fault(
         Target::Write(namespace_removals),
         Fault::Pause(pause.clone()),
     )
@@ -302,10 +302,11 @@ async fn a_restore_after_the_purge_began_is_409() {
     .assert_ok(204);
     armed.store(true, Ordering::SeqCst);
     let catalog = c.catalog.clone();
+    let now = c.now_ms();
     let purge = tokio::spawn(async move {
         catalog
             .namespaces
-            .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
+            .purge_expired(now, RECOVERY_PERIOD, 100)
             .await
     });
     // The purge has emptied the prefix and is about to remove the row.

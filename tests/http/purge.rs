@@ -8,13 +8,6 @@ use floe::store::{Condition, Key, Write};
 use floe_tests::*;
 use serde_json::json;
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
 /// A namespace with a table whose files stay behind after the table is dropped, then dropped.
 async fn dropped_namespace_with_files(c: &TestCatalog, name: &str) -> String {
     let ns = c.create_namespace(name).await;
@@ -41,7 +34,7 @@ async fn dropped_namespace_with_files(c: &TestCatalog, name: &str) -> String {
 
 #[tokio::test]
 async fn expired_namespaces_are_emptied_and_removed_and_nothing_else() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     let location = dropped_namespace_with_files(&c, "expired").await;
     let alive = c.create_namespace("alive").await;
     c.create_table("alive", "t").await;
@@ -75,13 +68,13 @@ async fn expired_namespaces_are_emptied_and_removed_and_nothing_else() {
     let early = c
         .catalog
         .namespaces
-        .purge_expired(now_ms(), RECOVERY_PERIOD, 100)
+        .purge_expired(c.now_ms(), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
     assert!(early.purged.is_empty());
     assert_eq!(c.files_under(&location).await, files);
 
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = c
         .catalog
         .namespaces
@@ -117,9 +110,9 @@ async fn expired_namespaces_are_emptied_and_removed_and_nothing_else() {
 
 #[tokio::test]
 async fn a_run_killed_midway_is_finished_by_the_next() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     let location = dropped_namespace_with_files(&c, "halfway").await;
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     // A run killed while deleting leaves some objects gone and the rows in place.
     let files = c.files_under(&location).await;
     c.delete_files(&files[..files.len() / 2]).await;
@@ -135,7 +128,7 @@ async fn a_run_killed_midway_is_finished_by_the_next() {
     // A run killed after emptying the prefix but before removing the rows. Expired from a
     // time taken after its drop: however long the first part took, it is past the period.
     let location = dropped_namespace_with_files(&c, "emptied").await;
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let files = c.files_under(&location).await;
     c.delete_files(&files).await;
     let report = c
@@ -158,7 +151,7 @@ async fn a_run_killed_midway_is_finished_by_the_next() {
 
 #[tokio::test]
 async fn a_restored_namespace_is_not_purged() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     c.create_namespace("back").await;
     assert_eq!(
         c.delete(&format!("/v1/{ORG}/namespaces/back"))
@@ -169,7 +162,7 @@ async fn a_restored_namespace_is_not_purged() {
     );
     // Re-created while still empty: restored in place, so it leaves the purge's index.
     c.create_namespace("back").await;
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let report = c
         .catalog
         .namespaces
@@ -182,8 +175,9 @@ async fn a_restored_namespace_is_not_purged() {
         .assert_ok(200);
 }
 
-fn later() -> u64 {
-    now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000
+/// Past the recovery period of everything dropped so far (the catalog's clock stands still).
+fn later(c: &TestCatalog) -> u64 {
+    c.now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000
 }
 
 /// A namespace created and dropped while empty: still restorable by creating it again.
@@ -226,7 +220,7 @@ fn namespace_removals(writes: &[Write]) -> bool {
 #[tokio::test]
 async fn a_restore_after_the_purge_read_the_namespace_keeps_its_new_files() {
     let pause = Pause::new();
-    let (c, armed) = TestCatalog::with_fault(
+    let (c, armed) = TestCatalog::frozen_with_fault(
         Target::Read(reads_of_namespaces),
         Fault::Pause(pause.clone()),
     )
@@ -234,10 +228,11 @@ async fn a_restore_after_the_purge_read_the_namespace_keeps_its_new_files() {
     let location = dropped_empty_namespace(&c, "raced").await;
     armed.store(true, Ordering::SeqCst);
     let catalog = c.catalog.clone();
+    let at = later(&c);
     let purge = tokio::spawn(async move {
         catalog
             .namespaces
-            .purge_expired(later(), RECOVERY_PERIOD, 100)
+            .purge_expired(at, RECOVERY_PERIOD, 100)
             .await
     });
     // The purge has read the expired namespace; it is restored and written to before it goes on.
@@ -264,7 +259,8 @@ async fn a_restore_after_the_purge_read_the_namespace_keeps_its_new_files() {
 async fn a_restore_that_read_the_namespace_before_the_purge_fenced_it_is_409() {
     let pause = Pause::new();
     let (c, armed) =
-        TestCatalog::with_fault(Target::Write(namespace_puts), Fault::Pause(pause.clone())).await;
+        TestCatalog::frozen_with_fault(Target::Write(namespace_puts), Fault::Pause(pause.clone()))
+            .await;
     let location = dropped_empty_namespace(&c, "late").await;
     armed.store(true, Ordering::SeqCst);
     let path = format!("/v1/{ORG}/namespaces");
@@ -276,7 +272,7 @@ async fn a_restore_that_read_the_namespace_before_the_purge_fenced_it_is_409() {
         let report = c
             .catalog
             .namespaces
-            .purge_expired(later(), RECOVERY_PERIOD, 100)
+            .purge_expired(later(&c), RECOVERY_PERIOD, 100)
             .await
             .unwrap();
         pause.resume();
@@ -297,7 +293,7 @@ async fn a_restore_that_read_the_namespace_before_the_purge_fenced_it_is_409() {
 #[tokio::test]
 async fn restoring_a_namespace_being_purged_is_409() {
     let pause = Pause::new();
-    let (c, armed) = TestCatalog::with_fault(
+    let (c, armed) = TestCatalog::frozen_with_fault(
         Target::Write(namespace_removals),
         Fault::Pause(pause.clone()),
     )
@@ -305,10 +301,11 @@ async fn restoring_a_namespace_being_purged_is_409() {
     let location = dropped_empty_namespace(&c, "going").await;
     armed.store(true, Ordering::SeqCst);
     let catalog = c.catalog.clone();
+    let at = later(&c);
     let purge = tokio::spawn(async move {
         catalog
             .namespaces
-            .purge_expired(later(), RECOVERY_PERIOD, 100)
+            .purge_expired(at, RECOVERY_PERIOD, 100)
             .await
     });
     // The purge has emptied the prefix and is about to remove the row.
@@ -396,7 +393,7 @@ async fn remove_bucket(c: &TestCatalog, nickname: &str) {
 
 #[tokio::test]
 async fn a_namespace_whose_storage_fails_does_not_stop_the_run() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     // The oldest two fail: one's storage is out of reach, the other's bucket configuration gone.
     let broken = dropped_namespace_on(&c, "broken", "flaky").await;
     dropped_namespace_on(&c, "orphan", "gone").await;
@@ -408,7 +405,7 @@ async fn a_namespace_whose_storage_fails_does_not_stop_the_run() {
     let report = c
         .catalog
         .namespaces
-        .purge_expired(later(), RECOVERY_PERIOD, 100)
+        .purge_expired(later(&c), RECOVERY_PERIOD, 100)
         .await
         .unwrap();
     assert_eq!(report.purged, vec![format!("{ORG}/fine")]);
@@ -435,11 +432,11 @@ async fn a_namespace_whose_storage_fails_does_not_stop_the_run() {
 
 #[tokio::test]
 async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     let broken = dropped_namespace_on(&c, "broken", "flaky").await;
     let fine = dropped_namespace_with_files(&c, "fine").await;
     let bucket = move_bucket_root(&c, "flaky").await;
-    let at = later();
+    let at = later(&c);
     let hour = 60 * 60 * 1000;
 
     // One namespace per run: the failing one comes first, then waits out its backoff.
@@ -515,10 +512,11 @@ async fn a_namespace_that_keeps_failing_does_not_starve_those_behind_it() {
 #[tokio::test]
 async fn a_namespace_counts_as_purged_only_once_its_row_is_gone() {
     let (c, armed) =
-        TestCatalog::with_fault(Target::Write(namespace_removals), Fault::UnknownOutcome).await;
+        TestCatalog::frozen_with_fault(Target::Write(namespace_removals), Fault::UnknownOutcome)
+            .await;
     let location = dropped_namespace_with_files(&c, "unsure").await;
     armed.store(true, Ordering::SeqCst);
-    let at = later();
+    let at = later(&c);
     // The removal's outcome is unknown (and it did not land): the files are gone, the row not.
     let report = c
         .catalog
@@ -549,7 +547,7 @@ async fn a_namespace_counts_as_purged_only_once_its_row_is_gone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_purge_racing_a_restore_never_lets_both_win() {
-    let c = TestCatalog::new().await;
+    let c = TestCatalog::frozen().await;
     let rounds = match c.backend {
         Backend::Local => 30,
         Backend::Aws | Backend::Gcs => 8,
@@ -571,7 +569,7 @@ async fn a_purge_racing_a_restore_never_lets_both_win() {
         let purge = c
             .catalog
             .namespaces
-            .purge_expired(later(), RECOVERY_PERIOD, 100);
+            .purge_expired(later(&c), RECOVERY_PERIOD, 100);
         let ((answer, restored), report) = tokio::join!(restore, purge);
         let report = report.unwrap();
         let purged = report.purged.contains(&format!("{ORG}/{name}"));

@@ -8,7 +8,7 @@ use axum::Router;
 use bytes::Bytes;
 use floe::bootstrap::{self, DevSettings};
 use floe::catalog::Catalog;
-use floe::clock::SystemClock;
+use floe::clock::{Clock, SystemClock};
 use floe::core::Builder;
 use floe::model::{BucketAuth, BucketRow, OrgRole, OrgRow, Platform, S3Defaults};
 use floe::objects::local::{LocalObjectStores, file_url};
@@ -99,6 +99,13 @@ impl Default for Wrap {
             sealer: Box::new(|sealer| sealer),
         }
     }
+}
+
+/// A clock standing still at the current time.
+pub fn frozen_clock(builder: Builder) -> Builder {
+    builder.clock(Arc::new(floe::clock::ManualClock::new(
+        SystemClock.now_ms(),
+    )))
 }
 
 /// The adapters of one backend, before the catalog is built.
@@ -199,6 +206,22 @@ impl TestCatalog {
             ..Wrap::default()
         })
         .await
+    }
+
+    /// A catalog whose clock stands still at the current time unless a test moves it: a test
+    /// about time (recovery periods, expiry) then never depends on how long its steps took.
+    pub async fn frozen() -> Self {
+        Self::custom(Wrap::default(), frozen_clock).await
+    }
+
+    /// [`Self::with_fault`] on a clock that stands still ([`Self::frozen`]).
+    pub async fn frozen_with_fault(target: Target, fault: Fault) -> (Self, Arc<AtomicBool>) {
+        Self::with_fault_configured(target, fault, frozen_clock).await
+    }
+
+    /// The time on the catalog's own clock.
+    pub fn now_ms(&self) -> u64 {
+        self.catalog.core.clock.now_ms()
     }
 
     /// A catalog whose adapters are wrapped.

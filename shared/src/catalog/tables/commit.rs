@@ -157,7 +157,7 @@ impl TableService {
             return Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 row.metadata_location.clone(),
-                &file,
+                (&file.raw, &file.sha256),
                 &self.core.vendor.storage_config(&bucket),
             )));
         }
@@ -201,7 +201,7 @@ impl TableService {
             Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 location,
-                &written.file,
+                (&written.file.raw, &written.file.sha256),
                 &self.core.vendor.storage_config(&bucket),
             ))),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
@@ -275,7 +275,7 @@ impl TableService {
                     return Ok(CommitTableResponse::new(
                         &ctx.org.name,
                         created.row.metadata_location,
-                        &created.metadata.file,
+                        (&created.metadata.file.raw, &created.metadata.file.sha256),
                         &self.core.vendor.storage_config(&created.bucket),
                     ));
                 }
