@@ -37,7 +37,7 @@ pub struct Settings {
     /// DynamoDB table of the catalog (with FLOE_STORE=dynamodb).
     #[arg(long, env = "FLOE_DYNAMODB_TABLE", default_value = "floe-catalog")]
     pub dynamodb_table: String,
-    /// Default bucket of the dev org, as s3://bucket/prefix; default: <data dir>/warehouse.
+    /// Default bucket of the dev org, as s3://bucket/prefix; default: `<data dir>/warehouse`.
     #[arg(long, env = "FLOE_DEV_BUCKET")]
     pub dev_bucket: Option<String>,
     /// S3 endpoint for S3-compatible services (also sent to engines).
@@ -122,7 +122,7 @@ pub struct Settings {
     )]
     pub gcs_token_exchange_endpoint: String,
     /// Web view: where a snapshot's `arraylake.source.repo` (`org/repo`) links to, an http(s)
-    /// URL with `{org}` and `{repo}` placeholders (e.g. https://app.example.com/{org}/{repo});
+    /// URL with `{org}` and `{repo}` placeholders (e.g. `https://app.example.com/{org}/{repo}`);
     /// unset, the repo is shown as text.
     #[arg(long, env = "FLOE_UI_REPO_URL")]
     pub ui_repo_url: Option<String>,

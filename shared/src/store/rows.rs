@@ -129,7 +129,7 @@ pub mod keys {
     const ESCAPED: char = '\u{1}';
 
     /// A key component that other components follow: the value itself when it holds no `#` and
-    /// no control character, otherwise [`ESCAPED`] followed by the value with `%` and `#`
+    /// no control character, otherwise `ESCAPED` followed by the value with `%` and `#`
     /// percent-encoded. Never holds `#`; two values never give the same part.
     pub fn part(value: &str) -> std::borrow::Cow<'_, str> {
         if !value.contains(|c: char| c == '#' || c.is_control()) {
