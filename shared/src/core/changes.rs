@@ -22,6 +22,50 @@ const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
 /// Orgs whose event counter an instance remembers (forgotten all at once past this).
 const KNOWN_COUNTERS: usize = 10_000;
 
+/// A change's store writes, each labelled with what its condition guards, so that a refusal
+/// names the part that failed instead of its position in the batch.
+#[derive(Debug, Clone)]
+pub struct Change<L> {
+    parts: Vec<(L, Write)>,
+}
+
+impl<L: Copy> Default for Change<L> {
+    fn default() -> Self {
+        Self { parts: Vec::new() }
+    }
+}
+
+impl<L: Copy> Change<L> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a write whose condition `label` names.
+    pub fn with(mut self, label: L, write: Write) -> Self {
+        self.parts.push((label, write));
+        self
+    }
+
+    /// Adds a write whose condition `label` names.
+    pub fn push(&mut self, label: L, write: Write) {
+        self.parts.push((label, write));
+    }
+}
+
+/// Why a labelled change was not written; in every case but [`ChangeFailure::Store`]'s
+/// unknown outcomes, nothing of it landed.
+#[derive(Debug)]
+pub enum ChangeFailure<L> {
+    /// The condition of the part with this label failed.
+    Refused(L),
+    /// A concurrent transaction touched one of its items (which one is not said): reading
+    /// again and retrying finds out.
+    Contended,
+    /// Any other store failure: `Unavailable` and `Invalid` wrote nothing; anything else may
+    /// or may not have landed.
+    Store(StoreError),
+}
+
 /// The one writer of catalog changes: each with its event, its org's next sequence number and
 /// the request's idempotency key, in one atomic store write.
 pub struct ChangeWriter {
@@ -53,6 +97,23 @@ impl ChangeWriter {
     /// Writes an operation's change with the event that describes it.
     pub async fn write_change(&self, writes: Vec<Write>, event: Draft) -> Result<(), StoreError> {
         self.write_change_answering(writes, event, None).await
+    }
+
+    /// Writes a labelled change with its event; a failed condition comes back as its label.
+    pub async fn write<L: Copy>(
+        &self,
+        change: Change<L>,
+        event: Draft,
+    ) -> Result<(), ChangeFailure<L>> {
+        let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
+        match self.write_change(writes, event).await {
+            Ok(()) => Ok(()),
+            Err(StoreError::ConditionFailed { index, .. }) if index < labels.len() => {
+                Err(ChangeFailure::Refused(labels[index]))
+            }
+            Err(StoreError::Conflict(_)) => Err(ChangeFailure::Contended),
+            Err(e) => Err(ChangeFailure::Store(e)),
+        }
     }
 
     /// [`Self::write_change`] for an operation that knows its answer before writing it: a

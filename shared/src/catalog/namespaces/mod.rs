@@ -3,7 +3,7 @@
 mod lifecycle;
 pub mod purge;
 
-use crate::core::Core;
+use crate::core::{Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind};
 pub use lifecycle::{DeleteOptions, NamespaceStatus};
 use std::collections::BTreeMap;
@@ -31,6 +31,15 @@ fn response(ns: &NamespaceRow) -> NamespaceResponse {
         namespace: vec![ns.name.clone()],
         properties: ns.properties.clone(),
     }
+}
+
+/// What each write of a new namespace guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NewNamespacePart {
+    /// The name (its claim and its row), not yet taken.
+    Name,
+    /// The generated storage prefix, claimed by nothing else in its bucket.
+    Prefix,
 }
 
 /// Namespaces with their lifecycle (drop, restore, immediate delete) and the purge.
@@ -162,26 +171,41 @@ impl NamespaceService {
             prefix: prefix.clone(),
             owner: id,
         };
-        let writes = vec![
-            rows::put(keys::name_claim(org, &name), &claim, Condition::NotExists),
-            rows::put(keys::namespace(org, &name), &row, Condition::NotExists),
-            rows::put(
-                keys::prefix_claim(&bucket.root, &prefix),
-                &prefix_claim,
-                Condition::NotExists,
-            ),
-        ];
+        let change = Change::new()
+            .with(
+                NewNamespacePart::Name,
+                rows::put(keys::name_claim(org, &name), &claim, Condition::NotExists),
+            )
+            .with(
+                NewNamespacePart::Name,
+                rows::put(keys::namespace(org, &name), &row, Condition::NotExists),
+            )
+            .with(
+                NewNamespacePart::Prefix,
+                rows::put(
+                    keys::prefix_claim(&bucket.root, &prefix),
+                    &prefix_claim,
+                    Condition::NotExists,
+                ),
+            );
         let event = Draft::new(Kind::NamespaceCreated, org, &name, &row.id, &ctx.principal);
-        match self.core.changes.write_change(writes, event).await {
+        match self.core.changes.write(change, event).await {
             Ok(()) => Ok(response(&row)),
-            Err(e) => {
+            Err(failure) => {
                 storage::remove_marker(&*objects, &root).await;
-                match e {
-                    StoreError::ConditionFailed { index: 0 | 1, .. } => Err(already_exists(&name)),
-                    StoreError::ConditionFailed { .. } => Err(CatalogError::AlreadyExists(
-                        "The generated storage prefix is already claimed; retry the request".into(),
-                    )),
-                    other => Err(other.into()),
+                match failure {
+                    ChangeFailure::Refused(NewNamespacePart::Name) => Err(already_exists(&name)),
+                    ChangeFailure::Refused(NewNamespacePart::Prefix) => {
+                        Err(CatalogError::AlreadyExists(
+                            "The generated storage prefix is already claimed; retry the request"
+                                .into(),
+                        ))
+                    }
+                    ChangeFailure::Contended => Err(StoreError::Conflict(
+                        "a concurrent change touched the new namespace".into(),
+                    )
+                    .into()),
+                    ChangeFailure::Store(e) => Err(e.into()),
                 }
             }
         }

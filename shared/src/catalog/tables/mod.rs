@@ -5,7 +5,7 @@ mod placement;
 mod signing;
 
 use crate::catalog::metadata::MetadataCache;
-use crate::core::Core;
+use crate::core::{Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind, TableName};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 use std::collections::HashMap;
@@ -50,6 +50,30 @@ pub(super) struct NewTable {
     pub row: TableRow,
     pub metadata: Written,
     pub bucket: BucketRow,
+}
+
+/// What each write of a new table guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NewTablePart {
+    /// The namespace row, at the version read (its table count moves).
+    Namespace,
+    /// The table's name, not yet taken.
+    Name,
+    /// The table's directory, claimed by no other table of the namespace.
+    Directory,
+    /// An override's storage prefix, claimed by nothing else in its bucket.
+    OverridePrefix,
+}
+
+/// What each write of a rename guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RenamePart {
+    /// The source row, at the token read (no commit landed since).
+    Source,
+    /// The destination name, not yet taken.
+    Destination,
+    /// The grants carried to the destination name.
+    Grants,
 }
 
 /// Tables: create, load, list, commit, drop, rename, credentials and signing.
@@ -294,29 +318,37 @@ impl TableService {
         };
         let mut ns_row = ns.row.clone();
         ns_row.table_count += 1;
-        let mut writes = vec![
-            rows::put(
-                keys::namespace(&ctx.org.name, &ns.row.name),
-                &ns_row,
-                Condition::VersionIs(ns.version),
-            ),
-            rows::put_tokened(
-                keys::table(&ns.row.id, name),
-                &row,
-                Condition::NotExists,
-                None,
-            ),
-        ];
+        let mut change = Change::new()
+            .with(
+                NewTablePart::Namespace,
+                rows::put(
+                    keys::namespace(&ctx.org.name, &ns.row.name),
+                    &ns_row,
+                    Condition::VersionIs(ns.version),
+                ),
+            )
+            .with(
+                NewTablePart::Name,
+                rows::put_tokened(
+                    keys::table(&ns.row.id, name),
+                    &row,
+                    Condition::NotExists,
+                    None,
+                ),
+            );
         if let Some(segment) = &placement.claim {
             let claim = DirectoryClaimRow {
                 directory: placement.directory.clone(),
                 table_id: row.id.clone(),
             };
-            writes.push(rows::put(
-                keys::directory_claim(&ns.row.id, segment),
-                &claim,
-                Condition::NotExists,
-            ));
+            change.push(
+                NewTablePart::Directory,
+                rows::put(
+                    keys::directory_claim(&ns.row.id, segment),
+                    &claim,
+                    Condition::NotExists,
+                ),
+            );
         }
         if let Some(o) = &placement.storage_override {
             let claim = PrefixClaimRow {
@@ -324,11 +356,14 @@ impl TableService {
                 prefix: o.prefix.clone(),
                 owner: row.id.clone(),
             };
-            writes.push(rows::put(
-                keys::prefix_claim(&placement.bucket.root, &o.prefix),
-                &claim,
-                Condition::NotExists,
-            ));
+            change.push(
+                NewTablePart::OverridePrefix,
+                rows::put(
+                    keys::prefix_claim(&placement.bucket.root, &o.prefix),
+                    &claim,
+                    Condition::NotExists,
+                ),
+            );
         }
         let event = Draft::new(
             Kind::TableCreated,
@@ -339,11 +374,11 @@ impl TableService {
         )
         .table(name, &row.id)
         .metadata(None, Some(&metadata_location));
-        let outcome = self.core.changes.write_change(writes, event).await;
+        let outcome = self.core.changes.write(change, event).await;
         // A metadata file is never deleted on a failure path: nothing references it unless the
         // write landed, and an orphan is harmless. An override's marker is released only when
         // the write certainly did not land.
-        if let Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) = &outcome {
+        if let Err(ChangeFailure::Refused(_) | ChangeFailure::Contended) = &outcome {
             self.release(&placement).await;
         }
         match outcome {
@@ -353,27 +388,29 @@ impl TableService {
                 bucket: placement.bucket,
             }),
             // The namespace row (its table count) is the contended item: read it again.
-            Err(StoreError::ConditionFailed { index: 0, .. } | StoreError::Conflict(_)) => {
+            Err(ChangeFailure::Refused(NewTablePart::Namespace) | ChangeFailure::Contended) => {
                 Err(NewTableError::NamespaceChanged)
             }
-            Err(StoreError::ConditionFailed { index: 1, .. }) => {
+            Err(ChangeFailure::Refused(NewTablePart::Name)) => {
                 Err(table_exists(&ns.row.name, name).into())
             }
-            Err(StoreError::ConditionFailed { index: 2, .. }) if placement.claim.is_some() => {
+            Err(ChangeFailure::Refused(NewTablePart::Directory)) => {
                 Err(CatalogError::BadRequest(format!(
                     "Table location '{}' belongs to another table of the namespace: choose another location or let the catalog assign one",
                     placement.location
                 ))
                 .into())
             }
-            Err(StoreError::ConditionFailed { .. }) => Err(CatalogError::AlreadyExists(
-                "The generated storage prefix is already claimed; retry the request".into(),
-            )
-            .into()),
-            Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
+            Err(ChangeFailure::Refused(NewTablePart::OverridePrefix)) => {
+                Err(CatalogError::AlreadyExists(
+                    "The generated storage prefix is already claimed; retry the request".into(),
+                )
+                .into())
+            }
+            Err(ChangeFailure::Store(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_)))) => {
                 Err(CatalogError::from(e).into())
             }
-            Err(e) => {
+            Err(ChangeFailure::Store(e)) => {
                 tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.row.name, table = name, "table creation outcome unknown");
                 Err(CatalogError::CommitStateUnknown(format!(
                 "Commit state unknown for {}.{name}: the catalog could not confirm the table was created; load it before retrying",
@@ -535,18 +572,23 @@ impl TableService {
         moved.name = request.destination.name.clone();
         // The directory and bucket stay with the table, whatever its name.
         moved.directory = Some(source.row.directory().to_owned());
-        let mut writes = vec![
-            Write::Delete {
-                key: keys::table(&ns.row.id, &request.source.name),
-                condition: Condition::TokenIs(source.token),
-            },
-            rows::put_tokened(
-                keys::table(&ns.row.id, &request.destination.name),
-                &moved,
-                Condition::NotExists,
-                None,
-            ),
-        ];
+        let mut change = Change::new()
+            .with(
+                RenamePart::Source,
+                Write::Delete {
+                    key: keys::table(&ns.row.id, &request.source.name),
+                    condition: Condition::TokenIs(source.token),
+                },
+            )
+            .with(
+                RenamePart::Destination,
+                rows::put_tokened(
+                    keys::table(&ns.row.id, &request.destination.name),
+                    &moved,
+                    Condition::NotExists,
+                    None,
+                ),
+            );
         let carried = crate::catalog::access::AccessService::carry_grants(
             &*self.core.store,
             ctx,
@@ -556,7 +598,9 @@ impl TableService {
         )
         .await?;
         let carries_grants = !carried.is_empty();
-        writes.extend(carried);
+        for grant in carried {
+            change.push(RenamePart::Grants, grant);
+        }
         let mut event = Draft::new(
             Kind::TableRenamed,
             &ctx.org.name,
@@ -573,23 +617,27 @@ impl TableService {
             namespace: ns.row.name.clone(),
             table: request.destination.name.clone(),
         });
-        match self.core.changes.write_change(writes, event).await {
+        match self.core.changes.write(change, event).await {
             Ok(()) => {
                 if carries_grants {
                     self.core.lookups.org_access_changed(&ctx.org.name);
                 }
                 Ok(())
             }
-            Err(StoreError::ConditionFailed { index: 0, .. }) => {
+            Err(ChangeFailure::Refused(RenamePart::Source)) => {
                 Err(CatalogError::CommitFailed(format!(
                     "Table has been updated by another process: {}",
                     dotted(&request.source)
                 )))
             }
-            Err(StoreError::ConditionFailed { .. }) => {
+            Err(ChangeFailure::Refused(RenamePart::Destination | RenamePart::Grants)) => {
                 Err(table_exists(source_ns, &request.destination.name))
             }
-            Err(e) => Err(e.into()),
+            Err(ChangeFailure::Contended) => Err(StoreError::Conflict(
+                "a concurrent change touched the renamed table".into(),
+            )
+            .into()),
+            Err(ChangeFailure::Store(e)) => Err(e.into()),
         }
     }
 
