@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::idempotency::applied_marker;
+use super::idempotency::{KeyClaim, applied_marker};
 use crate::clock::Clock;
 use crate::events::{Draft, outbox};
 use crate::store::{MetaStore, StoreError, Write};
@@ -94,19 +94,26 @@ impl ChangeWriter {
         }
     }
 
-    /// Writes an operation's change with the event that describes it.
-    pub async fn write_change(&self, writes: Vec<Write>, event: Draft) -> Result<(), StoreError> {
-        self.write_change_answering(writes, event, None).await
+    /// Writes an operation's change with the event that describes it. `key` is the request's
+    /// idempotency key claim ([`super::OrgContext::key`]); `None` outside requests (the purge).
+    pub async fn write_change(
+        &self,
+        key: Option<&KeyClaim>,
+        writes: Vec<Write>,
+        event: Draft,
+    ) -> Result<(), StoreError> {
+        self.write_change_answering(key, writes, event, None).await
     }
 
     /// Writes a labelled change with its event; a failed condition comes back as its label.
     pub async fn write<L: Copy>(
         &self,
+        key: Option<&KeyClaim>,
         change: Change<L>,
         event: Draft,
     ) -> Result<(), ChangeFailure<L>> {
         let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
-        match self.write_change(writes, event).await {
+        match self.write_change(key, writes, event).await {
             Ok(()) => Ok(()),
             Err(StoreError::ConditionFailed { index, .. }) if index < labels.len() => {
                 Err(ChangeFailure::Refused(labels[index]))
@@ -124,11 +131,12 @@ impl ChangeWriter {
     /// org took the number) is retried here with the next number, never returned.
     pub async fn write_change_answering(
         &self,
+        key: Option<&KeyClaim>,
         writes: Vec<Write>,
         event: Draft,
         answer: Option<String>,
     ) -> Result<(), StoreError> {
-        let marker = applied_marker(answer);
+        let marker = key.and_then(|claim| applied_marker(claim, answer));
         let org = event.data.org.clone();
         let mut wait = FIRST_SEQUENCE_WAIT;
         // The counter as this instance last wrote it saves a read; when another instance moved

@@ -72,7 +72,8 @@ pub enum Recorded {
 /// What a request with a key does.
 #[derive(Debug)]
 pub enum Claim {
-    /// Run the operation inside [`KeyClaim::scope`], then [`Keys::finish_key`].
+    /// Run the operation with the claim in its [`super::OrgContext`], then
+    /// [`Keys::finish_key`].
     Run(KeyClaim),
     /// Answer as the first request did.
     Replay(Replay),
@@ -102,7 +103,8 @@ pub enum Replayed<'a> {
     Table { namespace: &'a str, table: &'a str },
 }
 
-/// A key this request holds, shared with the operation's change write.
+/// A key this request holds, shared with the operation's change write: the middleware puts it
+/// in the request's extensions, the handler into the operation's [`super::OrgContext`].
 #[derive(Debug, Clone)]
 pub struct KeyClaim(Arc<Mutex<ClaimState>>);
 
@@ -115,10 +117,6 @@ struct ClaimState {
     claimed: u64,
     /// The row's version once the change landed with it.
     landed: Option<u64>,
-}
-
-tokio::task_local! {
-    static CLAIM: KeyClaim;
 }
 
 impl ClaimState {
@@ -138,11 +136,6 @@ impl ClaimState {
 }
 
 impl KeyClaim {
-    /// Runs the operation with this claim, so that its change write carries the key.
-    pub async fn scope<F: Future>(&self, operation: F) -> F::Output {
-        CLAIM.scope(self.clone(), operation).await
-    }
-
     fn state(&self) -> std::sync::MutexGuard<'_, ClaimState> {
         self.0
             .lock()
@@ -363,8 +356,8 @@ impl Keys {
 /// yet) to `Applied`, to be written atomically with the change; `answer` is the answer when
 /// the operation knows it before writing. One change per request carries the key; later
 /// writes are its own follow-ups.
-pub(super) fn applied_marker(answer: Option<String>) -> Option<AppliedMarker> {
-    let claim = CLAIM.try_with(KeyClaim::clone).ok()?;
+pub(super) fn applied_marker(claim: &KeyClaim, answer: Option<String>) -> Option<AppliedMarker> {
+    let claim = claim.clone();
     let write = {
         let state = claim.state();
         if state.landed.is_some() {

@@ -97,6 +97,7 @@ impl Lookups {
             principal: principal.clone(),
             org: org_row,
             access,
+            idempotency: None,
         })
     }
 

@@ -14,6 +14,18 @@ use crate::catalog::names;
 use crate::error::CatalogError;
 use crate::model::Principal;
 
+/// The `Idempotency-Key` claim the request holds (put there by the idempotency middleware),
+/// for the operation's context: `ctx.holding(claim)`.
+pub struct KeyHeld(pub Option<crate::core::idempotency::KeyClaim>);
+
+impl<S: Send + Sync> FromRequestParts<S> for KeyHeld {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(KeyHeld(parts.extensions.get().cloned()))
+    }
+}
+
 /// The authenticated caller.
 pub struct Authenticated(pub Principal);
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::AppState;
 use super::error::{ErrorModel, IcebergErrorResponse};
-use super::extract::{Authenticated, JsonBody, Params, QueryMap};
+use super::extract::{Authenticated, JsonBody, KeyHeld, Params, QueryMap};
 use crate::catalog::TableRequestOptions;
 use crate::catalog::paging::PageRequest;
 use crate::error::CatalogError;
@@ -117,6 +117,7 @@ pub async fn list_namespaces(
 pub async fn create_namespace(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
     JsonBody(body): JsonBody<CreateNamespaceRequest>,
 ) -> Answer {
@@ -125,7 +126,8 @@ pub async fn create_namespace(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     Ok(Json(s.catalog.namespaces.create_namespace(&ctx, body).await?).into_response())
 }
 
@@ -170,6 +172,7 @@ pub async fn namespace_exists(
 pub async fn drop_namespace(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
 ) -> Answer {
     let ctx = s
@@ -177,7 +180,8 @@ pub async fn drop_namespace(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     s.catalog
         .namespaces
         .drop_namespace(&ctx, &params.namespace()?)
@@ -188,6 +192,7 @@ pub async fn drop_namespace(
 pub async fn update_namespace_properties(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
     JsonBody(body): JsonBody<UpdateNamespacePropertiesRequest>,
 ) -> Answer {
@@ -196,7 +201,8 @@ pub async fn update_namespace_properties(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     let answer = s
         .catalog
         .namespaces
@@ -252,6 +258,7 @@ pub async fn list_views(
 pub async fn create_table(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
     headers: HeaderMap,
     q: QueryMap,
@@ -262,7 +269,8 @@ pub async fn create_table(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     let options = table_options(&headers, &q)?;
     let created = s
         .catalog
@@ -359,6 +367,7 @@ pub async fn sign_request(
 pub async fn commit_table(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
@@ -367,7 +376,8 @@ pub async fn commit_table(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     let (ns, table) = params.table()?;
     let committed = s
         .catalog
@@ -380,6 +390,7 @@ pub async fn commit_table(
 pub async fn drop_table(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
     q: QueryMap,
 ) -> Answer {
@@ -388,7 +399,8 @@ pub async fn drop_table(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     let (ns, table) = params.table()?;
     // purgeRequested is accepted and validated, but nothing is deleted from storage.
     let _purge = q.flag("purgeRequested")?;
@@ -399,6 +411,7 @@ pub async fn drop_table(
 pub async fn rename_table(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
     params: Params,
     JsonBody(body): JsonBody<RenameTableRequest>,
 ) -> Answer {
@@ -407,7 +420,8 @@ pub async fn rename_table(
         .core
         .lookups
         .org_context(&p, params.prefix()?)
-        .await?;
+        .await?
+        .holding(key);
     s.catalog.tables.rename_table(&ctx, body).await?;
     Ok(no_content())
 }

@@ -1,7 +1,8 @@
 //! `Idempotency-Key` on the mutating routes (spec 1.11): the first request with a key runs and
 //! its answer is recorded; a retry gets that answer without running again. What is stored and
-//! how keys are claimed is `catalog::idempotency`; this layer picks the routes, fingerprints the
-//! request and renders replays.
+//! how keys are claimed is `core::idempotency`; this layer picks the routes, fingerprints the
+//! request, hands the claim to the handler (request extensions, then the operation's
+//! `OrgContext`) and renders replays the owning service builds.
 
 use axum::Json;
 use axum::body::Body;
@@ -21,7 +22,6 @@ use crate::catalog::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
 use crate::error::CatalogError;
 use crate::model::Principal;
 use crate::routes::Operation;
-use crate::types::CommitTableResponse;
 
 /// The request header, as the spec names it.
 pub const HEADER: &str = "idempotency-key";
@@ -99,8 +99,10 @@ async fn run_keyed(
             replay_answer(&state, operation, &mut parts, &principal, &body, replay).await
         }
         Claim::Run(claim) => {
+            // The handler hands the claim to the operation in its context (`KeyHeld`).
+            parts.extensions.insert(claim.clone());
             let request = Request::from_parts(parts, Body::from(body));
-            let response = claim.scope(next.run(request)).await;
+            let response = next.run(request).await;
             Ok(finish(&state, operation, &claim, response).await)
         }
     }
@@ -255,8 +257,8 @@ async fn replay_answer(
     }
 }
 
-/// The answer of an operation that landed, built from the catalog as it is now (the spec lets
-/// a replay reflect newer state).
+/// The answer of an operation that landed, built by its service from the catalog as it is now
+/// (the spec lets a replay reflect newer state); this layer only parses the request again.
 async fn rebuild(
     state: &AppState,
     operation: Operation,
@@ -270,8 +272,7 @@ async fn rebuild(
         Operation::CreateNamespace => {
             let request: crate::types::CreateNamespaceRequest = serde_json::from_slice(body)
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
-            let name = crate::catalog::names::single_level(&request.namespace)?;
-            Ok(Json(catalog.namespaces.load_namespace(ctx, name).await?).into_response())
+            Ok(Json(catalog.namespaces.replay_create(ctx, &request).await?).into_response())
         }
         Operation::CreateTable => {
             let request: crate::types::CreateTableRequest = serde_json::from_slice(body)
@@ -280,21 +281,16 @@ async fn rebuild(
             let options = table_options(&parts.headers, &query)?;
             let loaded = catalog
                 .tables
-                .load_table(ctx, &params.namespace()?, &request.name, options)
+                .replay_create(ctx, &params.namespace()?, &request, options)
                 .await?;
             Ok(table_response(loaded))
         }
         Operation::CommitTable => {
             let (namespace, table) = params.table()?;
-            let loaded = catalog
+            let answer = catalog
                 .tables
-                .load_table(ctx, &namespace, &table, Default::default())
+                .replay_commit(ctx, &namespace, &table)
                 .await?;
-            let answer = CommitTableResponse {
-                metadata_location: loaded.metadata_location.unwrap_or_default(),
-                metadata: loaded.metadata,
-                etag: loaded.etag,
-            };
             Ok(json_with_tag(answer.to_json(), &answer.etag))
         }
         // Drops and renames answer no body.

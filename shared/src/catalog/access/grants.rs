@@ -111,7 +111,10 @@ impl AccessService {
         ];
         writes.extend(self.legacy_grant_row(&ns, table, &principal).await?);
         let event = grant_event(ctx, &ns, &principal, table, Some(action));
-        self.core.changes.write_change(writes, event).await?;
+        self.core
+            .changes
+            .write_change(ctx.key(), writes, event)
+            .await?;
         self.core.lookups.org_access_changed(&ctx.org.name);
         tracing::info!(audit = "grant", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, ?action, "grant set");
         Ok(())
@@ -140,7 +143,10 @@ impl AccessService {
         ];
         writes.extend(self.legacy_grant_row(&ns, table, &principal).await?);
         let event = grant_event(ctx, &ns, &principal, table, None);
-        self.core.changes.write_change(writes, event).await?;
+        self.core
+            .changes
+            .write_change(ctx.key(), writes, event)
+            .await?;
         self.core.lookups.org_access_changed(&ctx.org.name);
         tracing::info!(audit = "revoke", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, "grant removed");
         Ok(())
@@ -194,7 +200,7 @@ impl AccessService {
             match self
                 .core
                 .changes
-                .write_change(vec![write, index_write], event)
+                .write_change(ctx.key(), vec![write, index_write], event)
                 .await
             {
                 Ok(()) => {

@@ -133,7 +133,12 @@ impl NamespaceService {
                 ));
             }
             let event = Draft::new(Kind::NamespaceRestored, org, name, &row.id, &ctx.principal);
-            match self.core.changes.write_change(writes, event).await {
+            match self
+                .core
+                .changes
+                .write_change(ctx.key(), writes, event)
+                .await
+            {
                 Ok(()) => {
                     self.core.lookups.namespace_changed(org, name).await;
                     self.core.lookups.org_access_changed(org);
@@ -243,7 +248,12 @@ impl NamespaceService {
                 });
             }
             let event = Draft::new(Kind::NamespacePurged, org, name, &ns.row.id, &ctx.principal);
-            match self.core.changes.write_change(writes, event).await {
+            match self
+                .core
+                .changes
+                .write_change(ctx.key(), writes, event)
+                .await
+            {
                 Ok(()) => {}
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),

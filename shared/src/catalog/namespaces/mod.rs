@@ -189,7 +189,7 @@ impl NamespaceService {
                 ),
             );
         let event = Draft::new(Kind::NamespaceCreated, org, &name, &row.id, &ctx.principal);
-        match self.core.changes.write(change, event).await {
+        match self.core.changes.write(ctx.key(), change, event).await {
             Ok(()) => Ok(response(&row)),
             Err(failure) => {
                 storage::remove_marker(&*objects, &root).await;
@@ -267,7 +267,12 @@ impl NamespaceService {
         let key = keys::namespace(org, name);
         let write = rows::put(key.clone(), &row, Condition::VersionIs(old.version));
         let event = Draft::new(Kind::NamespaceCreated, org, name, &row.id, &ctx.principal);
-        match self.core.changes.write_change(vec![write], event).await {
+        match self
+            .core
+            .changes
+            .write_change(ctx.key(), vec![write], event)
+            .await
+        {
             Ok(()) => {}
             Err(StoreError::ConditionFailed { .. }) => {
                 let now = rows::get::<NamespaceRow>(&*self.core.store, &key).await?;
@@ -289,6 +294,17 @@ impl NamespaceService {
         };
         storage::write_marker(&*objects, &row.location, &owner).await?;
         Ok(response(&row))
+    }
+
+    /// The answer to a retried createNamespace whose change landed: the namespace as it is now
+    /// (the spec lets a replay reflect newer state).
+    pub async fn replay_create(
+        &self,
+        ctx: &OrgContext,
+        request: &CreateNamespaceRequest,
+    ) -> Result<NamespaceResponse> {
+        let name = names::single_level(&request.namespace)?;
+        self.load_namespace(ctx, name).await
     }
 
     pub async fn load_namespace(&self, ctx: &OrgContext, name: &str) -> Result<NamespaceResponse> {
@@ -350,7 +366,7 @@ impl NamespaceService {
             match self
                 .core
                 .changes
-                .write_change(vec![write, unlist], event)
+                .write_change(ctx.key(), vec![write, unlist], event)
                 .await
             {
                 Ok(()) => {
@@ -422,6 +438,7 @@ impl NamespaceService {
                 .core
                 .changes
                 .write_change_answering(
+                    ctx.key(),
                     vec![rows::put(key, &row, Condition::VersionIs(ns.version))],
                     event,
                     recorded,

@@ -357,7 +357,7 @@ impl NamespaceService {
             });
         }
         let event = Draft::new(Kind::NamespacePurged, &ns.org, &ns.name, &ns.id, &purger());
-        match self.core.changes.write_change(writes, event).await {
+        match self.core.changes.write_change(None, writes, event).await {
             Ok(()) => Ok(true),
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(false),
             Err(e) => Err(e),

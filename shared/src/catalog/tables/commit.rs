@@ -197,7 +197,12 @@ impl TableService {
             Condition::TokenIs(current.token),
             Some(current.version),
         );
-        match self.core.changes.write_change(vec![swap], event).await {
+        match self
+            .core
+            .changes
+            .write_change(ctx.key(), vec![swap], event)
+            .await
+        {
             Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 location,

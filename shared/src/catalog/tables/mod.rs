@@ -28,8 +28,8 @@ use crate::model::{BucketRow, NamespaceRow, TableRow};
 use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
 use crate::store::{Condition, StoreError, Write};
 use crate::types::{
-    CreateTableRequest, ListTablesResponse, LoadCredentialsResponse, LoadTableResult,
-    RenameTableRequest, TableIdentifier,
+    CommitTableResponse, CreateTableRequest, ListTablesResponse, LoadCredentialsResponse,
+    LoadTableResult, RenameTableRequest, TableIdentifier,
 };
 use crate::vending::{AccessLevel, Vended};
 
@@ -374,7 +374,7 @@ impl TableService {
         )
         .table(name, &row.id)
         .metadata(None, Some(&metadata_location));
-        let outcome = self.core.changes.write(change, event).await;
+        let outcome = self.core.changes.write(ctx.key(), change, event).await;
         // A metadata file is never deleted on a failure path: nothing references it unless the
         // write landed, and an orphan is harmless. An override's marker is released only when
         // the write certainly did not land.
@@ -419,6 +419,36 @@ impl TableService {
             .into())
             }
         }
+    }
+
+    /// The answer to a retried createTable whose table landed: the table as it is now, with
+    /// fresh credentials (a table answer is never stored, since it may carry credentials).
+    pub async fn replay_create(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        request: &CreateTableRequest,
+        options: TableRequestOptions,
+    ) -> Result<LoadTableResult> {
+        self.load_table(ctx, namespace, &request.name, options)
+            .await
+    }
+
+    /// The answer to a retried commit whose change landed: the table's current metadata.
+    pub async fn replay_commit(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+    ) -> Result<CommitTableResponse> {
+        let loaded = self
+            .load_table(ctx, namespace, table, Default::default())
+            .await?;
+        Ok(CommitTableResponse {
+            metadata_location: loaded.metadata_location.unwrap_or_default(),
+            metadata: loaded.metadata,
+            etag: loaded.etag,
+        })
     }
 
     pub async fn load_table(
@@ -538,7 +568,12 @@ impl TableService {
             )
             .table(table, &row.row.id)
             .metadata(Some(&row.row.metadata_location), None);
-            match self.core.changes.write_change(writes, event).await {
+            match self
+                .core
+                .changes
+                .write_change(ctx.key(), writes, event)
+                .await
+            {
                 Ok(()) => return Ok(()),
                 Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
                 Err(e) => return Err(e.into()),
@@ -617,7 +652,7 @@ impl TableService {
             namespace: ns.row.name.clone(),
             table: request.destination.name.clone(),
         });
-        match self.core.changes.write(change, event).await {
+        match self.core.changes.write(ctx.key(), change, event).await {
             Ok(()) => {
                 if carries_grants {
                     self.core.lookups.org_access_changed(&ctx.org.name);
