@@ -394,7 +394,7 @@ pub async fn open_wrapped(
         credentials_min_remaining_secs: DEFAULT_CREDENTIALS_MIN_REMAINING_SECS,
         auth_cache_secs: 10,
         idempotency_key_lifetime: crate::config::Lifetime(Some(
-            crate::catalog::idempotency::DEFAULT_LIFETIME,
+            crate::core::idempotency::DEFAULT_LIFETIME,
         )),
         event_retention: crate::catalog::DEFAULT_EVENT_RETENTION,
         page_token_secret: None,

@@ -18,7 +18,7 @@ use super::AppState;
 use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap, body_too_large};
 use super::handlers::{json_with_tag, table_options, table_response};
 use crate::catalog::OrgContext;
-use crate::catalog::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
+use crate::core::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
 use crate::error::CatalogError;
 use crate::model::Principal;
 use crate::routes::Operation;
@@ -80,7 +80,7 @@ async fn run_keyed(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    crate::catalog::idempotency::validate_key(&key)?;
+    crate::core::idempotency::validate_key(&key)?;
     // Keys belong to their principal: nobody can replay (or block) another's answers.
     let Authenticated(principal) = Authenticated::from_request_parts(&mut parts, &state).await?;
     let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
