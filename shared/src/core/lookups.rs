@@ -339,3 +339,85 @@ impl Lookups {
         self.buckets.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{OrgRole, PrincipalKind};
+    use crate::objects::PlatformStores;
+    use crate::objects::local::LocalObjectStores;
+    use crate::store::embedded::EmbeddedStore;
+
+    fn principal() -> Principal {
+        Principal {
+            id: "api-client:someone".into(),
+            kind: PrincipalKind::ApiClient,
+            name: "someone".into(),
+            email: None,
+        }
+    }
+
+    async fn lookups_with_two_orgs(dir: &std::path::Path) -> (Arc<dyn MetaStore>, Lookups) {
+        let store: Arc<dyn MetaStore> = Arc::new(EmbeddedStore::open(dir).unwrap());
+        for name in ["a", "b"] {
+            let org = OrgRow {
+                name: name.into(),
+                iceberg_enabled: true,
+                default_bucket: "default".into(),
+                created_ms: 0,
+            };
+            crate::bootstrap::ensure_org(&*store, &org).await.unwrap();
+            crate::bootstrap::put_member(&*store, name, &principal().id, OrgRole::Read)
+                .await
+                .unwrap();
+        }
+        let objects = Arc::new(PlatformStores {
+            local: LocalObjectStores,
+            s3: None,
+            gcs: None,
+        });
+        let lookups = Lookups::new(
+            store.clone(),
+            objects,
+            None,
+            std::time::Duration::from_secs(3600),
+        );
+        (store, lookups)
+    }
+
+    async fn role(lookups: &Lookups, org: &str) -> Option<OrgRole> {
+        match lookups.management_context(&principal(), org).await {
+            Ok(ctx) => ctx.access.org_role,
+            Err(_) => None,
+        }
+    }
+
+    /// A change of one org's access is seen there at once, and the other org's standing stays
+    /// remembered; removing a principal forgets its standing everywhere.
+    #[tokio::test]
+    async fn invalidations_forget_only_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, lookups) = lookups_with_two_orgs(dir.path()).await;
+        assert_eq!(role(&lookups, "a").await, Some(OrgRole::Read));
+        assert_eq!(role(&lookups, "b").await, Some(OrgRole::Read));
+        for org in ["a", "b"] {
+            crate::bootstrap::put_member(&*store, org, &principal().id, OrgRole::Admin)
+                .await
+                .unwrap();
+        }
+        assert_eq!(role(&lookups, "a").await, Some(OrgRole::Read), "remembered");
+        lookups.org_access_changed("a");
+        assert_eq!(
+            role(&lookups, "a").await,
+            Some(OrgRole::Admin),
+            "read again"
+        );
+        assert_eq!(
+            role(&lookups, "b").await,
+            Some(OrgRole::Read),
+            "another org's standing is not forgotten"
+        );
+        lookups.principal_removed(&principal().id);
+        assert_eq!(role(&lookups, "b").await, Some(OrgRole::Admin));
+    }
+}
