@@ -52,8 +52,8 @@ impl<L: Copy> Change<L> {
     }
 }
 
-/// Why a labelled change was not written; in every case but [`ChangeFailure::Store`]'s
-/// unknown outcomes, nothing of it landed.
+/// Why a labelled change was not written. Every case but [`ChangeFailure::Unknown`] wrote
+/// nothing of it.
 #[derive(Debug)]
 pub enum ChangeFailure<L> {
     /// The condition of the part with this label failed.
@@ -61,9 +61,11 @@ pub enum ChangeFailure<L> {
     /// A concurrent transaction touched one of its items (which one is not said): reading
     /// again and retrying finds out.
     Contended,
-    /// Any other store failure: `Unavailable` and `Invalid` wrote nothing; anything else may
-    /// or may not have landed.
-    Store(StoreError),
+    /// The store did not apply it (unavailable, or it refused the request as invalid).
+    NotWritten(StoreError),
+    /// It may or may not have landed (a timeout, a lost answer): the caller must not retry it
+    /// blindly.
+    Unknown(StoreError),
 }
 
 /// The one writer of catalog changes: each with its event, its org's next sequence number and
@@ -119,7 +121,10 @@ impl ChangeWriter {
                 Err(ChangeFailure::Refused(labels[index]))
             }
             Err(StoreError::Conflict(_)) => Err(ChangeFailure::Contended),
-            Err(e) => Err(ChangeFailure::Store(e)),
+            Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
+                Err(ChangeFailure::NotWritten(e))
+            }
+            Err(e) => Err(ChangeFailure::Unknown(e)),
         }
     }
 

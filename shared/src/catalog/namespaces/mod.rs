@@ -205,7 +205,7 @@ impl NamespaceService {
                         "a concurrent change touched the new namespace".into(),
                     )
                     .into()),
-                    ChangeFailure::Store(e) => Err(e.into()),
+                    ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e) => Err(e.into()),
                 }
             }
         }

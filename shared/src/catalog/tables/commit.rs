@@ -20,11 +20,12 @@ use crate::catalog::namespaces::busy;
 use crate::catalog::parity::create::CreateSeed;
 use crate::catalog::parity::refs_v1;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, parity};
+use crate::core::{Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
 use crate::store::rows::{self, Versioned, keys};
-use crate::store::{Condition, StoreError};
+use crate::store::Condition;
 use crate::types::{CommitTableResponse, TableIdentifier};
 
 /// Snapshot summary key stamped with the committing user's display name.
@@ -197,12 +198,8 @@ impl TableService {
             Condition::TokenIs(current.token),
             Some(current.version),
         );
-        match self
-            .core
-            .changes
-            .write_change(ctx.key(), vec![swap], event)
-            .await
-        {
+        let change = Change::new().with(Swap, swap);
+        match self.core.changes.write(ctx.key(), change, event).await {
             Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
                 &ctx.org.name,
                 location,
@@ -211,16 +208,14 @@ impl TableService {
             ))),
             // The store's writes are idempotent, so a failed condition proves nothing landed.
             // The new file stays: nothing references it, and an orphan is harmless.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
-                Ok(Attempt::LostRace)
-            }
-            Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
+            Err(ChangeFailure::Refused(Swap) | ChangeFailure::Contended) => Ok(Attempt::LostRace),
+            Err(ChangeFailure::NotWritten(e)) => {
                 tracing::warn!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, "commit not applied");
                 Err(CatalogError::Internal(
                     "The catalog store did not apply the commit; retry the request".into(),
                 ))
             }
-            Err(e) => {
+            Err(ChangeFailure::Unknown(e)) => {
                 tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, metadata = %location, "commit outcome unknown");
                 Err(CatalogError::CommitStateUnknown(format!(
                     "Commit state unknown for {}.{}: the catalog could not confirm the metadata pointer swap; reload the table before retrying",
@@ -363,6 +358,11 @@ fn apply_updates(
     }
     builder.build().map_err(update_failed)
 }
+
+/// The one write of a commit: the table row's pointer, swapped if its token is still the one
+/// read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Swap;
 
 /// The outcome of one commit attempt that did not fail outright.
 enum Attempt {

@@ -407,10 +407,8 @@ impl TableService {
                 )
                 .into())
             }
-            Err(ChangeFailure::Store(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_)))) => {
-                Err(CatalogError::from(e).into())
-            }
-            Err(ChangeFailure::Store(e)) => {
+            Err(ChangeFailure::NotWritten(e)) => Err(CatalogError::from(e).into()),
+            Err(ChangeFailure::Unknown(e)) => {
                 tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.row.name, table = name, "table creation outcome unknown");
                 Err(CatalogError::CommitStateUnknown(format!(
                 "Commit state unknown for {}.{name}: the catalog could not confirm the table was created; load it before retrying",
@@ -672,7 +670,7 @@ impl TableService {
                 "a concurrent change touched the renamed table".into(),
             )
             .into()),
-            Err(ChangeFailure::Store(e)) => Err(e.into()),
+            Err(ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e)) => Err(e.into()),
         }
     }
 
