@@ -96,8 +96,11 @@ impl ChangeWriter {
         }
     }
 
-    /// Writes an operation's change with the event that describes it. `key` is the request's
-    /// idempotency key claim ([`super::OrgContext::key`]); `None` outside requests (the purge).
+    /// Writes an operation's change with the event that describes it, for a change whose
+    /// failed conditions all mean one thing (what the operation read has changed: read again);
+    /// where the failing part decides the answer, use [`Self::write`] with labelled parts.
+    /// `key` is the request's idempotency key claim ([`super::OrgContext::key`]); `None`
+    /// outside requests (the purge).
     pub async fn write_change(
         &self,
         key: Option<&KeyClaim>,
