@@ -1098,17 +1098,29 @@ fn change_events_in_the_data_dir_and_through_events_tail() {
         .env("FLOE_TOKEN", ADMIN)
         .current_dir(cwd)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stdout = tail.stdout.take().unwrap();
+    let stderr = tail.stderr.take().unwrap();
     let (line_tx, line_rx) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             let _ = line_tx.send(line);
         }
     });
-    std::thread::sleep(Duration::from_millis(500));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.starts_with("Following the events of demo") {
+                let _ = ready_tx.send(());
+            }
+        }
+    });
+    // The tail has taken its position once it says so: the next event is the first it shows.
+    ready_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("events tail says when it follows");
     assert_eq!(
         s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["followed"]})),
         200

@@ -29,6 +29,14 @@ pub(super) async fn run(s: &Session, command: EventsCommand) -> Result<(), Failu
         // From now: skip what is there without printing it.
         (false, None) => Some(skip_to_now(s, &org).await?),
     };
+    if !once {
+        // On stderr, so that stdout holds events only; it also tells a script that the tail has
+        // taken its position and sees everything from here on.
+        eprintln!(
+            "Following the events of {org} after {}; Ctrl-C stops",
+            token.as_deref().unwrap_or("none (from the oldest kept)")
+        );
+    }
     loop {
         let page = match fetch(s, &org, token.as_deref()).await {
             Ok(page) => page,

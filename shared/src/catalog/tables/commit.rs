@@ -24,8 +24,8 @@ use crate::core::{Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
-use crate::store::rows::{self, Versioned, keys};
 use crate::store::Condition;
+use crate::store::rows::{self, Versioned, keys};
 use crate::types::{CommitTableResponse, TableIdentifier};
 
 /// Snapshot summary key stamped with the committing user's display name.
