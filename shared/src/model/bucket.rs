@@ -100,6 +100,27 @@ pub struct S3Defaults {
     pub path_style: bool,
 }
 
+/// The endpoint, region and addressing keys of an S3 bucket configuration, `defaults` filling
+/// what it leaves out.
+pub fn s3_client_config(
+    bucket: &BucketRow,
+    defaults: &S3Defaults,
+) -> std::collections::BTreeMap<String, String> {
+    let mut config = std::collections::BTreeMap::new();
+    if let Some(endpoint) = bucket_endpoint(bucket, defaults) {
+        config.insert("s3.endpoint".into(), endpoint);
+        config.insert(
+            "s3.path-style-access".into(),
+            (bucket.path_style || defaults.path_style).to_string(),
+        );
+    }
+    if let Some(region) = bucket.region.clone().or_else(|| defaults.region.clone()) {
+        config.insert("s3.region".into(), region.clone());
+        config.insert("client.region".into(), region);
+    }
+    config
+}
+
 /// The endpoint a bucket configuration uses, if not AWS's own.
 pub fn bucket_endpoint(bucket: &BucketRow, defaults: &S3Defaults) -> Option<String> {
     bucket

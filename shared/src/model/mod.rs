@@ -12,7 +12,7 @@ mod principal;
 pub use access::{Action, GrantRow, TeamMemberRow, TeamRow, team_principal};
 pub use bucket::{
     BucketAuth, BucketRow, Platform, S3Defaults, bucket_endpoint, parse_bucket_url, parse_gs_url,
-    parse_s3_url,
+    parse_s3_url, s3_client_config,
 };
 pub use catalog::{NamespaceRow, OrgRow, TableRow, TableStorage, Visibility};
 pub use principal::{OrgRole, Principal, PrincipalKind};

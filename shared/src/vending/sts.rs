@@ -12,7 +12,7 @@ use super::VendError;
 use super::policy::{MAX_SESSION_POLICY_CHARS, arn_partition, session_name, session_policy};
 use super::{AccessLevel, CredentialVendor, StorageCredential, Vended};
 use crate::clock::Clock;
-use crate::model::{BucketAuth, BucketRow, Platform, Principal, S3Defaults, bucket_endpoint};
+use crate::model::{BucketAuth, BucketRow, Platform, Principal, S3Defaults, s3_client_config};
 
 /// Credential sets remembered at most (one per role, table directory and access level).
 const CACHED_CREDENTIALS: u64 = 10_000;
@@ -169,24 +169,6 @@ impl StsVendor {
     fn client_config(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
         s3_client_config(bucket, &self.defaults)
     }
-}
-
-/// The endpoint, region and addressing keys of an S3 bucket configuration, `defaults` filling
-/// what it leaves out.
-pub fn s3_client_config(bucket: &BucketRow, defaults: &S3Defaults) -> BTreeMap<String, String> {
-    let mut config = BTreeMap::new();
-    if let Some(endpoint) = bucket_endpoint(bucket, defaults) {
-        config.insert("s3.endpoint".into(), endpoint);
-        config.insert(
-            "s3.path-style-access".into(),
-            (bucket.path_style || defaults.path_style).to_string(),
-        );
-    }
-    if let Some(region) = bucket.region.clone().or_else(|| defaults.region.clone()) {
-        config.insert("s3.region".into(), region.clone());
-        config.insert("client.region".into(), region);
-    }
-    config
 }
 
 /// Both spec forms: the `storage-credentials` entry for the table location and the same keys in

@@ -146,7 +146,7 @@ impl TableService {
     /// vendor's settings, else the configuration's own (a server without S3 vending).
     pub(super) fn s3_settings(&self, bucket: &BucketRow) -> BTreeMap<String, String> {
         let mut config = self.core.vendor.storage_config(bucket);
-        let own = crate::vending::sts::s3_client_config(bucket, &S3Defaults::default());
+        let own = crate::model::s3_client_config(bucket, &S3Defaults::default());
         for (key, value) in own {
             config.entry(key).or_insert(value);
         }
