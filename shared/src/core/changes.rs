@@ -52,6 +52,20 @@ impl<L: Copy> Change<L> {
     }
 }
 
+/// The label of a change whose conditions all hold what the operation read: whichever fails,
+/// what was read has changed, and the operation reads again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AsRead;
+
+impl Change<AsRead> {
+    /// A change of `writes` whose conditions all hold what was read.
+    pub fn as_read(writes: Vec<Write>) -> Self {
+        Self {
+            parts: writes.into_iter().map(|write| (AsRead, write)).collect(),
+        }
+    }
+}
+
 /// Why a labelled change was not written. Every case but [`ChangeFailure::Unknown`] wrote
 /// nothing of it.
 #[derive(Debug)]
@@ -66,6 +80,22 @@ pub enum ChangeFailure<L> {
     /// It may or may not have landed (a timeout, a lost answer): the caller must not retry it
     /// blindly.
     Unknown(StoreError),
+}
+
+impl<L: std::fmt::Debug> From<ChangeFailure<L>> for crate::error::CatalogError {
+    /// For an operation that treats any failure as the store's (a 500 with the store's
+    /// message; the edge logs which).
+    fn from(failure: ChangeFailure<L>) -> Self {
+        match failure {
+            ChangeFailure::Refused(label) => {
+                StoreError::Conflict(format!("a condition of the change failed: {label:?}")).into()
+            }
+            ChangeFailure::Contended => {
+                StoreError::Conflict("a concurrent change touched the same items".into()).into()
+            }
+            ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e) => e.into(),
+        }
+    }
 }
 
 /// The one writer of catalog changes: each with its event, its org's next sequence number and
@@ -96,29 +126,33 @@ impl ChangeWriter {
         }
     }
 
-    /// Writes an operation's change with the event that describes it, for a change whose
-    /// failed conditions all mean one thing (what the operation read has changed: read again);
-    /// where the failing part decides the answer, use [`Self::write`] with labelled parts.
+    /// Writes an operation's change with the event that describes it; a failed condition comes
+    /// back as its part's label ([`Change::as_read`] where every part holds what was read).
     /// `key` is the request's idempotency key claim ([`super::OrgContext::key`]); `None`
     /// outside requests (the purge).
-    pub async fn write_change(
-        &self,
-        key: Option<&KeyClaim>,
-        writes: Vec<Write>,
-        event: Draft,
-    ) -> Result<(), StoreError> {
-        self.write_change_answering(key, writes, event, None).await
-    }
-
-    /// Writes a labelled change with its event; a failed condition comes back as its label.
     pub async fn write<L: Copy>(
         &self,
         key: Option<&KeyClaim>,
         change: Change<L>,
         event: Draft,
     ) -> Result<(), ChangeFailure<L>> {
+        self.write_answering(key, change, event, None).await
+    }
+
+    /// [`Self::write`] for an operation that knows its answer before writing it: a retry after
+    /// a lost answer gets exactly this one.
+    pub async fn write_answering<L: Copy>(
+        &self,
+        key: Option<&KeyClaim>,
+        change: Change<L>,
+        event: Draft,
+        answer: Option<String>,
+    ) -> Result<(), ChangeFailure<L>> {
         let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
-        match self.write_change(key, writes, event).await {
+        match self
+            .write_change_answering(key, writes, event, answer)
+            .await
+        {
             Ok(()) => Ok(()),
             Err(StoreError::ConditionFailed { index, .. }) if index < labels.len() => {
                 Err(ChangeFailure::Refused(labels[index]))
@@ -131,13 +165,10 @@ impl ChangeWriter {
         }
     }
 
-    /// [`Self::write_change`] for an operation that knows its answer before writing it: a
-    /// retry after a lost answer gets exactly this one.
-    ///
-    /// The caller's writes come first in the batch, so the index of a failed condition means
+    /// The store write of a change: the caller's writes come first in the batch, so the index of a failed condition means
     /// what the caller expects; a failure on the event counter (a concurrent change of the
     /// org took the number) is retried here with the next number, never returned.
-    pub async fn write_change_answering(
+    async fn write_change_answering(
         &self,
         key: Option<&KeyClaim>,
         writes: Vec<Write>,

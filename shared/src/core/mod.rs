@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use authn::Authenticator;
-pub use changes::{Change, ChangeFailure, ChangeWriter};
+pub use changes::{AsRead, Change, ChangeFailure, ChangeWriter};
 pub use context::OrgContext;
 pub use idempotency::Keys;
 pub use limits::{CommitRetry, Limits};

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::core::{AsRead, Change, ChangeFailure};
 use crate::events::{Draft, GrantChange, Kind};
 use serde::Serialize;
 
@@ -113,7 +114,7 @@ impl AccessService {
         let event = grant_event(ctx, &ns, &principal, table, Some(action));
         self.core
             .changes
-            .write_change(ctx.key(), writes, event)
+            .write(ctx.key(), Change::as_read(writes), event)
             .await?;
         self.core.lookups.org_access_changed(&ctx.org.name);
         tracing::info!(audit = "grant", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, ?action, "grant set");
@@ -145,7 +146,7 @@ impl AccessService {
         let event = grant_event(ctx, &ns, &principal, table, None);
         self.core
             .changes
-            .write_change(ctx.key(), writes, event)
+            .write(ctx.key(), Change::as_read(writes), event)
             .await?;
         self.core.lookups.org_access_changed(&ctx.org.name);
         tracing::info!(audit = "revoke", org = %ctx.org.name, by = %ctx.principal.id, namespace = %ns.name, table, principal = %principal, "grant removed");
@@ -200,7 +201,7 @@ impl AccessService {
             match self
                 .core
                 .changes
-                .write_change(ctx.key(), vec![write, index_write], event)
+                .write(ctx.key(), Change::as_read(vec![write, index_write]), event)
                 .await
             {
                 Ok(()) => {
@@ -212,8 +213,8 @@ impl AccessService {
                     tracing::info!(audit = "visibility", org = %ctx.org.name, by = %ctx.principal.id, namespace = %row.name, ?visibility, "namespace visibility set");
                     return Ok(());
                 }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())

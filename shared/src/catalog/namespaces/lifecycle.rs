@@ -6,6 +6,7 @@
 //! all keyed by the namespace id, come back with it on restore. The purge fences a namespace
 //! before it touches a file; from then on a restore is refused (409).
 
+use crate::core::{AsRead, Change, ChangeFailure};
 use crate::events::{Draft, Kind};
 use serde::Serialize;
 
@@ -136,7 +137,7 @@ impl NamespaceService {
             match self
                 .core
                 .changes
-                .write_change(ctx.key(), writes, event)
+                .write(ctx.key(), Change::as_read(writes), event)
                 .await
             {
                 Ok(()) => {
@@ -145,8 +146,8 @@ impl NamespaceService {
                     tracing::info!(audit = "restore", org, by = %ctx.principal.id, namespace = name, "namespace restored");
                     return Ok(status(&row, None));
                 }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())
@@ -251,12 +252,12 @@ impl NamespaceService {
             match self
                 .core
                 .changes
-                .write_change(ctx.key(), writes, event)
+                .write(ctx.key(), Change::as_read(writes), event)
                 .await
             {
                 Ok(()) => {}
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
             self.core.lookups.namespace_changed(org, name).await;
             self.core.lookups.org_access_changed(org);

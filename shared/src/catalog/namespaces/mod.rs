@@ -3,7 +3,7 @@
 mod lifecycle;
 pub mod purge;
 
-use crate::core::{Change, ChangeFailure, Core};
+use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind};
 pub use lifecycle::{DeleteOptions, NamespaceStatus};
 use std::collections::BTreeMap;
@@ -270,18 +270,18 @@ impl NamespaceService {
         match self
             .core
             .changes
-            .write_change(ctx.key(), vec![write], event)
+            .write(ctx.key(), Change::as_read(vec![write]), event)
             .await
         {
             Ok(()) => {}
-            Err(StoreError::ConditionFailed { .. }) => {
+            Err(ChangeFailure::Refused(AsRead)) => {
                 let now = rows::get::<NamespaceRow>(&*self.core.store, &key).await?;
                 return Err(match now {
                     Some(ns) if ns.row.purging.is_none() => already_exists(name),
                     _ => being_purged(name),
                 });
             }
-            Err(e) => return Err(e.into()),
+            Err(failure) => return Err(failure.into()),
         }
         // The marker may be missing (a purge interrupted midway, before purges fenced the
         // namespaces they empty): write it again.
@@ -366,7 +366,7 @@ impl NamespaceService {
             match self
                 .core
                 .changes
-                .write_change(ctx.key(), vec![write, unlist], event)
+                .write(ctx.key(), Change::as_read(vec![write, unlist]), event)
                 .await
             {
                 Ok(()) => {
@@ -376,8 +376,8 @@ impl NamespaceService {
                         .await;
                     return Ok(());
                 }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())
@@ -437,17 +437,17 @@ impl NamespaceService {
             match self
                 .core
                 .changes
-                .write_change_answering(
+                .write_answering(
                     ctx.key(),
-                    vec![rows::put(key, &row, Condition::VersionIs(ns.version))],
+                    Change::as_read(vec![rows::put(key, &row, Condition::VersionIs(ns.version))]),
                     event,
                     recorded,
                 )
                 .await
             {
                 Ok(()) => return Ok(answer),
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())

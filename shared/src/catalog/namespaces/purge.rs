@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::NamespaceService;
-use crate::core::Core;
+use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::error::CatalogError;
 use crate::model::{BucketRow, GrantRow, NamespaceRow};
 use crate::objects::{ObjectError, ObjectStore};
@@ -357,10 +357,15 @@ impl NamespaceService {
             });
         }
         let event = Draft::new(Kind::NamespacePurged, &ns.org, &ns.name, &ns.id, &purger());
-        match self.core.changes.write_change(None, writes, event).await {
+        match self
+            .core
+            .changes
+            .write(None, Change::as_read(writes), event)
+            .await
+        {
             Ok(()) => Ok(true),
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => Ok(false),
-            Err(e) => Err(e),
+            Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => Ok(false),
+            Err(ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e)) => Err(e),
         }
     }
 

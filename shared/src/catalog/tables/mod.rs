@@ -5,7 +5,7 @@ mod placement;
 mod signing;
 
 use crate::catalog::metadata::MetadataCache;
-use crate::core::{Change, ChangeFailure, Core};
+use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind, TableName};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 use std::collections::HashMap;
@@ -569,12 +569,12 @@ impl TableService {
             match self
                 .core
                 .changes
-                .write_change(ctx.key(), writes, event)
+                .write(ctx.key(), Change::as_read(writes), event)
                 .await
             {
                 Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())
