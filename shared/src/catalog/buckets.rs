@@ -2,7 +2,7 @@
 //! chosen by nickname. Org admins add, list, remove and pick the default; secrets are never
 //! answered.
 
-use crate::core::Core;
+use crate::core::{AsRead, Change, ChangeFailure, Core};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use crate::error::{CatalogError, Result};
 use crate::model::{BucketAuth, BucketRow, NamespaceRow, OrgRow, Platform, TableRow};
 use crate::secrets;
 use crate::store::rows::{self, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Write};
 
 /// `POST /api/v1/orgs/{org}/buckets`.
 #[derive(Debug, Clone, Deserialize)]
@@ -136,17 +136,17 @@ impl BucketService {
         let row = self.sealed(row).await?;
         match self
             .core
-            .store
-            .write(vec![rows::put(
+            .changes
+            .write_unrecorded(Change::as_read(vec![rows::put(
                 keys::bucket(&ctx.org.name, &row.nickname),
                 &row,
                 Condition::NotExists,
-            )])
+            )]))
             .await
         {
             Ok(()) => {}
-            Err(StoreError::ConditionFailed { .. }) => return Err(already_exists(&row.nickname)),
-            Err(e) => return Err(e.into()),
+            Err(ChangeFailure::Refused(AsRead)) => return Err(already_exists(&row.nickname)),
+            Err(failure) => return Err(failure.into()),
         }
         tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname = %row.nickname, "bucket configuration added");
         Ok(view(&row, &ctx.org))
@@ -219,11 +219,11 @@ impl BucketService {
             }
         }
         self.core
-            .store
-            .write(vec![Write::Delete {
+            .changes
+            .write_unrecorded(Change::as_read(vec![Write::Delete {
                 key: keys::bucket(&ctx.org.name, nickname),
                 condition: Condition::Exists,
-            }])
+            }]))
             .await?;
         self.core
             .lookups
@@ -250,12 +250,12 @@ impl BucketService {
             row.default_bucket = nickname.to_owned();
             match self
                 .core
-                .store
-                .write(vec![rows::put(
+                .changes
+                .write_unrecorded(Change::as_read(vec![rows::put(
                     keys::org(&ctx.org.name),
                     &row,
                     Condition::VersionIs(org.version),
-                )])
+                )]))
                 .await
             {
                 Ok(()) => {
@@ -263,8 +263,8 @@ impl BucketService {
                     tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname, "default bucket set");
                     return Ok(());
                 }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())

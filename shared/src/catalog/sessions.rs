@@ -6,7 +6,7 @@
 //! re-checks its token's row on use (through the auth cache), so deleting the api client ends
 //! it; a JWT session expires with the JWT's `exp`.
 
-use crate::core::Core;
+use crate::core::{Change, Core};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,13 +94,13 @@ impl SessionService {
             expires_at,
         };
         self.core
-            .store
-            .write(vec![rows::put_expiring(
+            .changes
+            .write_unrecorded(Change::as_read(vec![rows::put_expiring(
                 session_key(&id),
                 &row,
                 Condition::NotExists,
                 expires_at,
-            )])
+            )]))
             .await?;
         tracing::info!(audit = "session", principal = %principal.id, "web view session opened");
         Ok(OpenedSession {
@@ -139,11 +139,11 @@ impl SessionService {
             return Ok(());
         }
         self.core
-            .store
-            .write(vec![Write::Delete {
+            .changes
+            .write_unrecorded(Change::as_read(vec![Write::Delete {
                 key: session_key(id),
                 condition: Condition::Always,
-            }])
+            }]))
             .await?;
         tracing::info!(audit = "session", "web view session closed");
         Ok(())

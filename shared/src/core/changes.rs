@@ -82,6 +82,44 @@ pub enum ChangeFailure<L> {
     Unknown(StoreError),
 }
 
+impl<L: std::fmt::Debug> std::fmt::Display for ChangeFailure<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChangeFailure::Refused(label) => {
+                write!(f, "a condition of the change failed: {label:?}")
+            }
+            ChangeFailure::Contended => f.write_str("a concurrent change touched the same items"),
+            ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e) => e.fmt(f),
+        }
+    }
+}
+
+/// A store write's result told by the labels of its parts: the one place a failure's position
+/// in the batch is decoded.
+fn outcome<L: Copy>(labels: &[L], written: Result<(), StoreError>) -> Result<(), ChangeFailure<L>> {
+    match written {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed { index, .. }) if index < labels.len() => {
+            Err(ChangeFailure::Refused(labels[index]))
+        }
+        Err(StoreError::Conflict(_)) => Err(ChangeFailure::Contended),
+        Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
+            Err(ChangeFailure::NotWritten(e))
+        }
+        Err(e) => Err(ChangeFailure::Unknown(e)),
+    }
+}
+
+impl<L: std::fmt::Debug> From<ChangeFailure<L>> for StoreError {
+    /// For bookkeeping that reports any failure as the store's.
+    fn from(failure: ChangeFailure<L>) -> Self {
+        match failure {
+            ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e) => e,
+            refused_or_contended => StoreError::Conflict(refused_or_contended.to_string()),
+        }
+    }
+}
+
 impl<L: std::fmt::Debug> From<ChangeFailure<L>> for crate::error::CatalogError {
     /// For an operation that treats any failure as the store's (a 500 with the store's
     /// message; the edge logs which).
@@ -149,20 +187,21 @@ impl ChangeWriter {
         answer: Option<String>,
     ) -> Result<(), ChangeFailure<L>> {
         let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
-        match self
+        let written = self
             .write_change_answering(key, writes, event, answer)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(StoreError::ConditionFailed { index, .. }) if index < labels.len() => {
-                Err(ChangeFailure::Refused(labels[index]))
-            }
-            Err(StoreError::Conflict(_)) => Err(ChangeFailure::Contended),
-            Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
-                Err(ChangeFailure::NotWritten(e))
-            }
-            Err(e) => Err(ChangeFailure::Unknown(e)),
-        }
+            .await;
+        outcome(&labels, written)
+    }
+
+    /// Writes a change no event describes: the bookkeeping of sessions, memberships, api
+    /// clients, teams, org settings, bucket configurations and the purge's own progress. Its
+    /// outcome is told as any change's.
+    pub async fn write_unrecorded<L: Copy>(
+        &self,
+        change: Change<L>,
+    ) -> Result<(), ChangeFailure<L>> {
+        let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
+        outcome(&labels, self.store.write(writes).await)
     }
 
     /// The store write of a change: the caller's writes come first in the batch, so the index of a failed condition means

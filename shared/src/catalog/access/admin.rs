@@ -10,12 +10,13 @@ use super::AccessService;
 use crate::authz::{Action, Resource, access_denied, authorize};
 use crate::catalog::namespaces::busy;
 use crate::catalog::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
+use crate::core::{AsRead, Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
 use crate::model::{
     NamespaceRow, OrgRole, OrgRow, Principal, PrincipalKind, TeamMemberRow, TeamRow, Visibility,
 };
 use crate::store::rows::{self, ApiClientRow, MembershipRow, ServiceAdminRow, TokenRow, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Write};
 use crate::{auth, bootstrap};
 
 /// An api client as the management API shows it; `token` only in the answer that created it.
@@ -137,12 +138,12 @@ impl AccessService {
             row.iceberg_enabled = enabled;
             match self
                 .core
-                .store
-                .write(vec![rows::put(
+                .changes
+                .write_unrecorded(Change::as_read(vec![rows::put(
                     keys::org(org),
                     &row,
                     Condition::VersionIs(current.version),
-                )])
+                )]))
                 .await
             {
                 Ok(()) => {
@@ -150,8 +151,8 @@ impl AccessService {
                     tracing::info!(audit = "org", principal = %principal.id, org, enabled, "iceberg switched");
                     return Ok(row);
                 }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())
@@ -248,7 +249,10 @@ impl AccessService {
                 condition: Condition::Always,
             });
         }
-        self.core.store.write(writes).await?;
+        self.core
+            .changes
+            .write_unrecorded(Change::as_read(writes))
+            .await?;
         self.core.authn.principal_removed(&principal);
         self.core.lookups.principal_removed(&principal);
         tracing::info!(audit = "api_client", org = %org, by = %ctx.principal.id, client = %principal, "api client deleted");
@@ -357,12 +361,12 @@ impl AccessService {
             }
             match self
                 .core
-                .store
-                .write(vec![rows::put(
+                .changes
+                .write_unrecorded(Change::as_read(vec![rows::put(
                     keys::namespace(&ctx.org.name, namespace),
                     &row,
                     Condition::VersionIs(ns.version),
-                )])
+                )]))
                 .await
             {
                 Ok(()) => {
@@ -373,8 +377,8 @@ impl AccessService {
                     tracing::info!(audit = "namespace", org = %ctx.org.name, by = %ctx.principal.id, namespace, "namespace settings changed");
                     return Ok(settings(&row));
                 }
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())
@@ -428,12 +432,12 @@ impl AccessService {
             created_ms: self.core.clock.now_ms(),
         };
         self.core
-            .store
-            .write(vec![rows::put(
+            .changes
+            .write_unrecorded(Change::as_read(vec![rows::put(
                 keys::service_admin(&principal.id),
                 &row,
                 Condition::Always,
-            )])
+            )]))
             .await?;
         Ok(())
     }

@@ -21,7 +21,7 @@ use crate::model::{
 };
 use crate::store::MetaStore;
 use crate::store::rows::{self, PublicNamespaceRow, keys};
-use crate::store::{Condition, Key, StoreError, Write};
+use crate::store::{Condition, Key, Write};
 
 /// A rename carries a table's grants in its own atomic write; DynamoDB takes 100 items per
 /// transaction, of which the rename uses 2 and each grant 4.
@@ -231,19 +231,19 @@ impl AccessService {
         };
         match self
             .core
-            .store
-            .write(vec![rows::put(
+            .changes
+            .write_unrecorded(Change::as_read(vec![rows::put(
                 keys::team(&ctx.org.name, team),
                 &row,
                 Condition::NotExists,
-            )])
+            )]))
             .await
         {
             Ok(()) => Ok(()),
-            Err(StoreError::ConditionFailed { .. }) => Err(CatalogError::AlreadyExists(format!(
+            Err(ChangeFailure::Refused(AsRead)) => Err(CatalogError::AlreadyExists(format!(
                 "Team already exists: {team}"
             ))),
-            Err(e) => Err(e.into()),
+            Err(failure) => Err(failure.into()),
         }
     }
 
@@ -300,7 +300,10 @@ impl AccessService {
                 },
             ]
         };
-        self.core.store.write(writes).await?;
+        self.core
+            .changes
+            .write_unrecorded(Change::as_read(writes))
+            .await?;
         self.core.lookups.org_access_changed(org);
         tracing::info!(audit = "team", org = %org, by = %ctx.principal.id, team, principal = %principal, member, "team membership set");
         Ok(())

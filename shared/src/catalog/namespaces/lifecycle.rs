@@ -18,7 +18,7 @@ use crate::catalog::{OrgContext, ROW_RACE_RETRIES, no_such_namespace};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, Visibility};
 use crate::store::rows::{self, PublicNamespaceRow, PurgeProgressRow, Versioned, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Write};
 
 /// A namespace as the management API lists it: live, or soft-deleted and recoverable until
 /// its purge.
@@ -203,10 +203,15 @@ impl NamespaceService {
                 Condition::VersionIs(ns.version),
                 purge::index_key(&row),
             );
-            match self.core.store.write(vec![write]).await {
+            match self
+                .core
+                .changes
+                .write_unrecorded(Change::as_read(vec![write]))
+                .await
+            {
                 Ok(()) => return Ok(()),
-                Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => continue,
-                Err(e) => return Err(e.into()),
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
             }
         }
         Err(busy())

@@ -253,13 +253,18 @@ impl NamespaceService {
                     Condition::VersionIs(ns.version),
                     index_key(&fenced),
                 );
-                match self.core.store.write(vec![write]).await {
+                match self
+                    .core
+                    .changes
+                    .write_unrecorded(Change::as_read(vec![write]))
+                    .await
+                {
                     Ok(()) => ns.version + 1,
                     // Restored (or handled by a concurrent run) since it was read.
-                    Err(StoreError::ConditionFailed { .. } | StoreError::Conflict(_)) => {
+                    Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => {
                         return Ok(Outcome::Skipped);
                     }
-                    Err(e) => return Err(e.into()),
+                    Err(failure) => return Err(StoreError::from(failure).into()),
                 }
             }
         };
@@ -302,7 +307,10 @@ impl NamespaceService {
                     condition: Condition::Always,
                 })
                 .collect();
-            self.core.store.write(deletes).await?;
+            self.core
+                .changes
+                .write_unrecorded(Change::as_read(deletes))
+                .await?;
         }
         loop {
             let grants = self
@@ -325,7 +333,10 @@ impl NamespaceService {
                     condition: Condition::Always,
                 });
             }
-            self.core.store.write(deletes).await?;
+            self.core
+                .changes
+                .write_unrecorded(Change::as_read(deletes))
+                .await?;
         }
         Ok(())
     }
@@ -419,7 +430,12 @@ impl NamespaceService {
             Condition::VersionIs(current.version),
             index_key(&row),
         );
-        if let Err(e) = self.core.store.write(vec![write]).await {
+        if let Err(e) = self
+            .core
+            .changes
+            .write_unrecorded(Change::as_read(vec![write]))
+            .await
+        {
             tracing::error!(org, namespace, store_error = %e, "could not record the failed purge attempt");
         }
     }
