@@ -107,6 +107,35 @@ async fn namespaces_are_flat() {
     assert_eq!(root.assert_ok(200)["namespaces"], json!([["raw"]]));
 }
 
+/// The spec's listNamespaces with a parent: an unknown parent is 404 (Daft's `has_namespace`
+/// lists with a parent, and an empty 200 made it create nothing), a nested one 400 like every
+/// other nested reference; a parent the caller cannot see answers as it would for a load.
+#[tokio::test]
+async fn listing_under_a_parent_needs_the_parent() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("raw").await;
+    c.get(&format!("/v1/{ORG}/namespaces?parent=missing"))
+        .await
+        .assert_error(404, "NoSuchNamespaceException");
+    c.get(&format!("/v1/{ORG}/namespaces?parent=raw%1Fobs"))
+        .await
+        .assert_error(400, "BadRequestException");
+    let children = c.get(&format!("/v1/{ORG}/namespaces?parent=raw")).await;
+    assert_eq!(children.assert_ok(200)["namespaces"], json!([]));
+    // Someone who sees nothing of the org learns nothing of its namespaces either way.
+    for parent in ["raw", "missing"] {
+        let outsider = c
+            .request(
+                Method::GET,
+                &format!("/v1/{ORG}/namespaces?parent={parent}"),
+                Some(&c.outsider_token),
+                None,
+            )
+            .await;
+        assert_eq!(outsider.status.as_u16(), 403, "{parent}: {}", outsider.body);
+    }
+}
+
 #[tokio::test]
 async fn names_follow_repo_rules() {
     let c = TestCatalog::new().await;

@@ -61,8 +61,13 @@ impl NamespaceService {
         page: &paging::PageRequest,
     ) -> Result<ListNamespacesResponse> {
         authorize(&ctx.access, Resource::Catalog, Action::Read)?;
-        if parent.is_some_and(|p| !p.is_empty()) {
-            // Nothing nests: any parent has no children.
+        if let Some(parent) = parent.filter(|p| !p.is_empty()) {
+            // The parent must be a namespace the caller could load (404 when it does not
+            // exist, as the spec says; a nested one is 400 like every nested reference), and
+            // since nothing nests, it has no children.
+            let levels = names::split_levels(parent);
+            self.load_namespace(ctx, names::single_level(&levels)?)
+                .await?;
             let token = page.size.map(|_| None);
             return Ok(ListNamespacesResponse {
                 namespaces: vec![],
