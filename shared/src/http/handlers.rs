@@ -9,15 +9,29 @@ use serde_json::Value;
 use super::AppState;
 use super::error::{ErrorModel, IcebergErrorResponse};
 use super::extract::{Authenticated, JsonBody, KeyHeld, Params, QueryMap};
-use crate::catalog::TableRequestOptions;
 use crate::catalog::paging::PageRequest;
+use crate::catalog::{OrgContext, TableRequestOptions};
 use crate::error::CatalogError;
+use crate::model::Principal;
 use crate::types::{
     CreateNamespaceRequest, CreateTableRequest, RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 };
 
 type Answer = Result<Response, CatalogError>;
+
+/// The caller inside the org (warehouse) the path's prefix names, its standing resolved.
+pub(super) async fn in_org(
+    s: &AppState,
+    p: &Principal,
+    params: &Params,
+) -> Result<OrgContext, CatalogError> {
+    s.catalog
+        .core
+        .lookups
+        .org_context(p, params.prefix()?)
+        .await
+}
 
 fn page(query: &QueryMap) -> Result<PageRequest, CatalogError> {
     PageRequest::parse(query.get("pageToken"), query.get("pageSize"))
@@ -98,12 +112,7 @@ pub async fn list_namespaces(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
@@ -121,13 +130,7 @@ pub async fn create_namespace(
     params: Params,
     JsonBody(body): JsonBody<CreateNamespaceRequest>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     Ok(Json(s.catalog.namespaces.create_namespace(&ctx, body).await?).into_response())
 }
 
@@ -136,12 +139,7 @@ pub async fn load_namespace(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     Ok(Json(
         s.catalog
             .namespaces
@@ -156,12 +154,7 @@ pub async fn namespace_exists(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     s.catalog
         .namespaces
         .namespace_exists(&ctx, &params.namespace()?)
@@ -175,13 +168,7 @@ pub async fn drop_namespace(
     KeyHeld(key): KeyHeld,
     params: Params,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     s.catalog
         .namespaces
         .drop_namespace(&ctx, &params.namespace()?)
@@ -196,13 +183,7 @@ pub async fn update_namespace_properties(
     params: Params,
     JsonBody(body): JsonBody<UpdateNamespacePropertiesRequest>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     let answer = s
         .catalog
         .namespaces
@@ -217,12 +198,7 @@ pub async fn list_tables(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
@@ -239,12 +215,7 @@ pub async fn list_views(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
@@ -264,13 +235,7 @@ pub async fn create_table(
     q: QueryMap,
     JsonBody(body): JsonBody<CreateTableRequest>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     let options = table_options(&headers, &q)?;
     let created = s
         .catalog
@@ -287,12 +252,7 @@ pub async fn load_table(
     headers: HeaderMap,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let (ns, table) = params.table()?;
     let options = table_options(&headers, &q)?;
     let result = s
@@ -316,12 +276,7 @@ pub async fn table_exists(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let (ns, table) = params.table()?;
     s.catalog.tables.table_exists(&ctx, &ns, &table).await?;
     Ok(no_content())
@@ -332,12 +287,7 @@ pub async fn load_credentials(
     Authenticated(p): Authenticated,
     params: Params,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let (ns, table) = params.table()?;
     Ok(Json(s.catalog.tables.load_credentials(&ctx, &ns, &table).await?).into_response())
 }
@@ -348,12 +298,7 @@ pub async fn sign_request(
     params: Params,
     JsonBody(body): JsonBody<crate::signing::RemoteSignRequest>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let (ns, table) = params.table()?;
     let signed = s
         .catalog
@@ -371,13 +316,7 @@ pub async fn commit_table(
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     let (ns, table) = params.table()?;
     let committed = s
         .catalog
@@ -394,13 +333,7 @@ pub async fn drop_table(
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     let (ns, table) = params.table()?;
     // purgeRequested is accepted and validated, but nothing is deleted from storage.
     let _purge = q.flag("purgeRequested")?;
@@ -415,13 +348,7 @@ pub async fn rename_table(
     params: Params,
     JsonBody(body): JsonBody<RenameTableRequest>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?
-        .holding(key);
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
     s.catalog.tables.rename_table(&ctx, body).await?;
     Ok(no_content())
 }
@@ -432,12 +359,7 @@ pub async fn report_metrics(
     params: Params,
     JsonBody(_report): JsonBody<Value>,
 ) -> Answer {
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.prefix()?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let (ns, table) = params.table()?;
     s.catalog.tables.report_metrics(&ctx, &ns, &table).await?;
     Ok(no_content())

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap, body_too_large};
-use super::handlers::{json_with_tag, table_options, table_response};
+use super::handlers::{in_org, json_with_tag, table_options, table_response};
 use crate::catalog::OrgContext;
 use crate::core::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
 use crate::error::CatalogError;
@@ -181,12 +181,7 @@ async fn authorized_replay(
     body: &[u8],
 ) -> Result<OrgContext, CatalogError> {
     let params = Params::from_request_parts(parts, state).await?;
-    let ctx = state
-        .catalog
-        .core
-        .lookups
-        .org_context(principal, params.prefix()?)
-        .await?;
+    let ctx = in_org(state, principal, &params).await?;
     let namespace = params.namespace();
     let table = params.table();
     let source = match operation {

@@ -18,7 +18,7 @@ use super::pages::*;
 use super::session::{self, SignedIn};
 use super::{BASE_PATH, UiConfig, UiState, chart, history, links};
 use crate::catalog::paging::PageRequest;
-use crate::catalog::{Catalog, display_principal};
+use crate::catalog::{Catalog, OrgContext, display_principal};
 use crate::error::CatalogError;
 use crate::model::{OrgRole, Principal, Visibility};
 
@@ -222,14 +222,18 @@ fn visibility(v: Visibility) -> &'static str {
     }
 }
 
-async fn org_page(State(s): State<UiState>, signed_in: SignedIn, params: Params) -> Answer {
-    let p = signed_in.principal;
-    let ctx = s
-        .catalog
+/// The signed-in principal inside the org the path names, its standing resolved.
+async fn in_org(s: &UiState, p: &Principal, params: &Params) -> Result<OrgContext, UiError> {
+    Ok(s.catalog
         .core
         .lookups
-        .org_context(&p, params.get("org")?)
-        .await?;
+        .org_context(p, params.get("org")?)
+        .await?)
+}
+
+async fn org_page(State(s): State<UiState>, signed_in: SignedIn, params: Params) -> Answer {
+    let p = signed_in.principal;
+    let ctx = in_org(&s, &p, &params).await?;
     let org = ctx.org.name.clone();
     let namespaces = s
         .catalog
@@ -259,12 +263,7 @@ async fn org_page(State(s): State<UiState>, signed_in: SignedIn, params: Params)
 
 async fn namespace_page(State(s): State<UiState>, signed_in: SignedIn, params: Params) -> Answer {
     let p = signed_in.principal;
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.get("org")?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let org = ctx.org.name.clone();
     let namespace = params.get("namespace")?;
     let listed = s
@@ -312,12 +311,7 @@ async fn table_page(
     Query(query): Query<HashMap<String, String>>,
 ) -> Answer {
     let p = signed_in.principal;
-    let ctx = s
-        .catalog
-        .core
-        .lookups
-        .org_context(&p, params.get("org")?)
-        .await?;
+    let ctx = in_org(&s, &p, &params).await?;
     let org = ctx.org.name.clone();
     let namespace = params.get("namespace")?;
     let table = params.get("table")?;
