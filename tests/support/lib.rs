@@ -102,7 +102,7 @@ impl Default for Wrap {
 }
 
 /// A clock standing still at the current time.
-pub fn frozen_clock(builder: Builder) -> Builder {
+fn frozen_clock(builder: Builder) -> Builder {
     builder.clock(Arc::new(floe::clock::ManualClock::new(
         SystemClock.now_ms(),
     )))

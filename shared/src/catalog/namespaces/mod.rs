@@ -15,7 +15,7 @@ use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::error::{CatalogError, Result};
 use crate::model::{NamespaceRow, Visibility};
 use crate::store::rows::{self, NameClaimRow, NameHolder, PrefixClaimRow, Versioned, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Write};
 use crate::types::{
     CreateNamespaceRequest, ListNamespacesResponse, NamespaceResponse,
     UpdateNamespacePropertiesRequest, UpdateNamespacePropertiesResponse,
@@ -206,11 +206,8 @@ impl NamespaceService {
                                 .into(),
                         ))
                     }
-                    ChangeFailure::Contended => Err(StoreError::Conflict(
-                        "a concurrent change touched the new namespace".into(),
-                    )
-                    .into()),
-                    ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e) => Err(e.into()),
+                    // A concurrent change or the store's failure: the store's 500.
+                    failure => Err(failure.into()),
                 }
             }
         }

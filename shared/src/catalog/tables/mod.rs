@@ -26,7 +26,7 @@ use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging, parity};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow};
 use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
-use crate::store::{Condition, StoreError, Write};
+use crate::store::{Condition, Write};
 use crate::types::{
     CommitTableResponse, CreateTableRequest, ListTablesResponse, LoadCredentialsResponse,
     LoadTableResult, RenameTableRequest, TableIdentifier,
@@ -666,11 +666,8 @@ impl TableService {
             Err(ChangeFailure::Refused(RenamePart::Destination | RenamePart::Grants)) => {
                 Err(table_exists(source_ns, &request.destination.name))
             }
-            Err(ChangeFailure::Contended) => Err(StoreError::Conflict(
-                "a concurrent change touched the renamed table".into(),
-            )
-            .into()),
-            Err(ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e)) => Err(e.into()),
+            // A concurrent change or the store's failure: the store's 500.
+            Err(failure) => Err(failure.into()),
         }
     }
 
