@@ -83,7 +83,9 @@ from pyiceberg.types import (
     DoubleType,
     FloatType,
     IntegerType,
+    ListType,
     LongType,
+    MapType,
     NestedField,
     StringType,
     StructType,
@@ -333,6 +335,51 @@ def create_txn_append_partitioned(catalog, ident):
         txn.commit_transaction()
     with step("append"):
         append(catalog, ident, 10)
+
+
+def nested_schema() -> Schema:
+    """Every nesting whose fresh ids depend on the numbering order: a map with struct key and
+    value (Java numbers the key and value before either's fields), maps in lists, lists of maps,
+    lists in map keys and values, a struct holding a map. The ids given here are placeholders;
+    the client renumbers them as Java does before sending."""
+    point = StructType(NestedField(101, "x", DoubleType(), required=False),
+                       NestedField(102, "y", DoubleType(), required=False))
+    return Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "by_point", MapType(103, point, 104, StructType(
+            NestedField(105, "label", StringType(), required=False),
+            NestedField(106, "weight", FloatType(), required=False)), value_required=False), required=False),
+        NestedField(3, "tag_maps", ListType(107, MapType(108, StructType(
+            NestedField(109, "k", StringType(), required=False)), 110, IntegerType(), value_required=False),
+            element_required=False), required=False),
+        NestedField(4, "lists", MapType(111, ListType(112, IntegerType(), element_required=True), 113,
+                                        ListType(114, StructType(NestedField(115, "v", StringType(), required=False)),
+                                                 element_required=False), value_required=False), required=False),
+        NestedField(5, "meta", StructType(NestedField(116, "attrs", MapType(117, StringType(), 118, StringType(),
+                                                                            value_required=False), required=False)),
+                    required=False),
+        identifier_field_ids=[1],
+    )
+
+
+@sequence
+def create_nested_ids(catalog, ident):
+    with step("create with maps of structs, lists of maps, maps of lists, partitioned and sorted by id"):
+        catalog.create_table(ident, schema=nested_schema(),
+                             partition_spec=spec((1, BucketTransform(4), "id_bucket")),
+                             sort_order=sort_order((1, IdentityTransform(), SortDirection.ASC, NullOrder.NULLS_LAST)))
+    with step("add a map<struct, struct> column"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("later", MapType(1, StructType(NestedField(2, "a", IntegerType(), required=False)), 3,
+                                          StructType(NestedField(4, "b", IntegerType(), required=False)),
+                                          value_required=False))
+
+
+@sequence
+def create_txn_nested_ids(catalog, ident):
+    with step("create transaction with maps of structs, lists of maps, maps of lists"):
+        catalog.create_table_transaction(ident, schema=nested_schema(),
+                                         partition_spec=spec((1, IdentityTransform(), "id"))).commit_transaction()
 
 
 @sequence

@@ -12,6 +12,9 @@
 //! - [`create::CreateSeed`]: a create transaction starts from the first schema, spec and sort
 //!   order it adds, as Java's `CatalogHandlers.create` builds from empty metadata; the crate's
 //!   builder cannot start empty.
+//! - [`fresh_ids`]: a new table's field ids follow Java's `TypeUtil.assignFreshIds`, which numbers
+//!   a map's key and value before the fields nested in either; the crate descends into the key
+//!   first.
 //! - [`specs`]: partition specs Java binds without the crate's redundancy check (`day(ts)` beside
 //!   `hour(ts)`) and with a partition named after its own source column whatever its transform
 //!   (v1 `void` fields) go through the crate's builder disguised, and are restored on write.
@@ -21,6 +24,7 @@
 //! The commit retry on a lost swap (Java's `CatalogHandlers.commit`) lives in the commit path.
 
 pub mod create;
+pub mod fresh_ids;
 pub mod order;
 pub mod refs_v1;
 pub mod requirements;

@@ -2,8 +2,7 @@
 //! stamp authors, write a new metadata file, then compare-and-swap the table's pointer.
 
 use iceberg::spec::{
-    FormatVersion, SortOrder, TableMetadata, TableMetadataBuildResult, TableMetadataBuilder,
-    UnboundPartitionSpec,
+    FormatVersion, SortOrder, TableMetadata, TableMetadataBuildResult, UnboundPartitionSpec,
 };
 use std::sync::Arc;
 
@@ -372,8 +371,8 @@ enum Attempt {
 }
 
 /// Java's starting point for a create transaction: the first schema, spec and sort order the
-/// client adds, with their ids as the client numbered them. The crate's builder renumbers field
-/// ids from 1; when that would change the client's ids (a client that numbered its own schema),
+/// client adds, with their ids as the client numbered them. A new table's ids are numbered from 1
+/// in Java's order; when that would change the client's ids (a client that numbered its own schema),
 /// the seed falls back to an unpartitioned, unsorted start so that the client's ids survive.
 fn seeded_metadata(
     seed: &CreateSeed,
@@ -381,16 +380,14 @@ fn seeded_metadata(
     format_version: FormatVersion,
 ) -> Result<TableMetadata> {
     let build = |spec: UnboundPartitionSpec, order: SortOrder| {
-        TableMetadataBuilder::new(
-            seed.schema.clone(),
+        parity::fresh_ids::new_table_metadata(parity::fresh_ids::NewTable {
+            schema: seed.schema.clone(),
             spec,
-            order,
-            location.to_owned(),
+            sort_order: order,
+            location: location.to_owned(),
             format_version,
-            Default::default(),
-        )
-        .and_then(|b| b.build())
-        .map(|built| built.metadata)
+            properties: Default::default(),
+        })
         .map_err(update_failed)
     };
     let spec = parity::specs::spec_for_builder(seed.spec.clone(), &seed.schema)?;

@@ -13,8 +13,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use iceberg::spec::{
-    FormatVersion, SortOrder, TableMetadata, TableMetadataBuilder, TableProperties,
-    UnboundPartitionSpec,
+    FormatVersion, SortOrder, TableMetadata, TableProperties, UnboundPartitionSpec,
 };
 
 use self::placement::Placement;
@@ -208,24 +207,23 @@ impl TableService {
                 self.release(&placement).await;
                 return Err(refused);
             }
-            let built = TableMetadataBuilder::new(
-                request.schema.clone(),
-                spec.clone(),
-                request
+            let built = parity::fresh_ids::new_table_metadata(parity::fresh_ids::NewTable {
+                schema: request.schema.clone(),
+                spec: spec.clone(),
+                sort_order: request
                     .write_order
                     .clone()
                     .unwrap_or_else(SortOrder::unsorted_order),
-                placement.location.clone(),
+                location: placement.location.clone(),
                 format_version,
-                properties.clone(),
-            )
-            .and_then(|b| b.build())
+                properties: properties.clone(),
+            })
             .map_err(|e| {
                 CatalogError::BadRequest(format!("Invalid table definition: {}", e.message()))
             })
-            .and_then(|built| {
-                placement::check_paths(&built.metadata, &placement.directory, None)?;
-                Ok(built.metadata)
+            .and_then(|metadata| {
+                placement::check_paths(&metadata, &placement.directory, None)?;
+                Ok(metadata)
             });
             let metadata = match built {
                 Ok(metadata) => metadata,
