@@ -63,6 +63,11 @@ ROUTES = [
      {"report-type": "commit-report", "table-name": "events_ns.events_table", "snapshot-id": 1,
       "sequence-number": 1, "operation": "append", "metrics": {}}),
     ("list-views", "GET", "/v1/{prefix}/namespaces/{namespace}/views", {"namespace": "events_ns"}, {}, None),
+    ("register-table", "POST", "/v1/{prefix}/namespaces/{namespace}/register", {"namespace": "events_ns"}, {},
+     {"name": "registered_table",
+      "metadata-location": "file:///events/legacy/orders/metadata/00001-1b5b5a4e.metadata.json"}),
+    ("unregister-table", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister",
+     {"namespace": "events_ns", "table": "events_table"}, {}, None),
 ]
 
 # The management API (floe-management), relative to /api/v1; `{org}` is `demo`.

@@ -58,6 +58,8 @@ pub enum Operation {
     RenameTable,
     ReportMetrics,
     ListViews,
+    RegisterTable,
+    UnregisterTable,
 }
 
 /// One served route; `path` is the spec's template, relative to the base path.
@@ -195,6 +197,18 @@ pub const ROUTES: &[Route] = &[
         Group::Tables,
         Operation::ListViews,
     ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/register",
+        Group::Tables,
+        Operation::RegisterTable,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister",
+        Group::Tables,
+        Operation::UnregisterTable,
+    ),
 ];
 
 /// Whether a concrete path (relative to the base path) fits a route template, segment by
@@ -249,12 +263,12 @@ mod tests {
     }
 
     #[test]
-    fn eighteen_unique_routes_each_in_one_group() {
-        assert_eq!(ROUTES.len(), 18);
+    fn twenty_unique_routes_each_in_one_group() {
+        assert_eq!(ROUTES.len(), 20);
         let endpoints: HashSet<String> = ROUTES.iter().map(Route::endpoint).collect();
-        assert_eq!(endpoints.len(), 18);
+        assert_eq!(endpoints.len(), 20);
         let ops: HashSet<Operation> = ROUTES.iter().map(|r| r.operation).collect();
-        assert_eq!(ops.len(), 18);
+        assert_eq!(ops.len(), 20);
         for group in Group::ALL {
             assert!(
                 ROUTES.iter().any(|r| r.group == group),

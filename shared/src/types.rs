@@ -215,6 +215,35 @@ impl CommitTableResponse {
     }
 }
 
+/// RegisterTableRequest: an existing metadata file to bring under the catalog.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RegisterTableRequest {
+    pub name: String,
+    pub metadata_location: String,
+    #[serde(default)]
+    pub overwrite: Option<bool>,
+}
+
+/// UnregisterTableResult: the table's last metadata file, which stays in storage.
+#[derive(Debug, Clone)]
+pub struct UnregisterTableResult {
+    pub metadata_location: String,
+    /// The file's bytes, verified against the table's record and spliced in as loadTable does.
+    pub metadata: bytes::Bytes,
+}
+
+impl UnregisterTableResult {
+    pub fn to_json(&self) -> Vec<u8> {
+        CommitTableResponse {
+            metadata_location: self.metadata_location.clone(),
+            metadata: self.metadata.clone(),
+            etag: String::new(),
+        }
+        .to_json()
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RenameTableRequest {

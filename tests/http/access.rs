@@ -333,6 +333,31 @@ async fn every_principal_every_target_every_route() {
                 allowed: allowed(who, ns, Some("gone"), Action::Write),
                 answer: call(Method::DELETE, table_path(ns, "gone"), None).await,
             });
+            checks.push(Check {
+                who,
+                route: "unregisterTable(missing)",
+                target: format!("{ns}.gone"),
+                allowed: allowed(who, ns, Some("gone"), Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("{}/unregister", table_path(ns, "gone")),
+                    None,
+                )
+                .await,
+            });
+            // A file in no storage of the org: an allowed registration is the 400.
+            checks.push(Check {
+                who,
+                route: "registerTable(file outside the org's storage)",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("{}/register", ns_path(ns)),
+                    Some(json!({"name": "registered", "metadata-location": "file:///elsewhere/t/metadata/v1.metadata.json"})),
+                )
+                .await,
+            });
             // Onto a name that exists: an allowed rename is the 409, never a rename.
             let (first, second) = match ns {
                 "granted" => ("t1", "t2"),

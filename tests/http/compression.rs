@@ -70,8 +70,8 @@ async fn answers_are_compressed_as_the_client_asks() {
     // An encoding Floe does not offer, and a small answer: plain.
     let (_, encoding, _) = fetch(&c, &path, &[("accept-encoding", "br")]).await;
     assert_eq!(encoding, None);
-    let config = format!("/v1/config?warehouse={ORG}");
-    let (status, encoding, _) = fetch(&c, &config, &[("accept-encoding", "gzip")]).await;
+    let namespace = format!("/v1/{ORG}/namespaces/zip");
+    let (status, encoding, _) = fetch(&c, &namespace, &[("accept-encoding", "gzip")]).await;
     assert_eq!(
         (status, encoding),
         (200, None),

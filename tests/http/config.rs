@@ -19,7 +19,7 @@ async fn config_resolves_the_org_and_advertises_exactly_the_routes() {
         .iter()
         .map(|e| e.as_str().unwrap())
         .collect();
-    assert_eq!(endpoints.len(), 18);
+    assert_eq!(endpoints.len(), 20);
     for route in ROUTES {
         assert!(
             endpoints.contains(&route.endpoint().as_str()),
@@ -32,6 +32,10 @@ async fn config_resolves_the_org_and_advertises_exactly_the_routes() {
     );
     assert!(endpoints.contains(&"HEAD /v1/{prefix}/namespaces/{namespace}"));
     assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign"));
+    assert!(endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/register"));
+    assert!(
+        endpoints.contains(&"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister")
+    );
 }
 
 #[tokio::test]

@@ -642,10 +642,28 @@ async fn every_function_uses_exactly_what_it_declares() {
         .await
         .assert_ok(200);
 
-    // Tables loads what the commits function wrote.
+    // Tables loads what the commits function wrote, unregisters the staged table and registers
+    // its file again.
     call(d, Method::GET, &format!("{tables}/t2"), None)
         .await
         .assert_ok(200);
+    let unregistered = call(
+        d,
+        Method::POST,
+        &format!("{tables}/staged/unregister"),
+        None,
+    )
+    .await;
+    let file = unregistered.assert_ok(200)["metadata-location"].clone();
+    let register = json!({"name": "staged", "metadata-location": file});
+    call(
+        d,
+        Method::POST,
+        &format!("{namespaces}/ns/register"),
+        Some(register),
+    )
+    .await
+    .assert_ok(200);
 
     // Credentials.
     call(d, Method::GET, &format!("{tables}/t2/credentials"), None)

@@ -19,6 +19,7 @@ mod oidc;
 mod parity;
 mod persistence;
 mod purge;
+mod register;
 mod signing;
 mod tables;
 mod ui;

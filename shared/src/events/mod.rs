@@ -40,6 +40,10 @@ pub enum Kind {
     TableRenamed,
     #[serde(rename = "io.floe.table.dropped")]
     TableDropped,
+    #[serde(rename = "io.floe.table.registered")]
+    TableRegistered,
+    #[serde(rename = "io.floe.table.unregistered")]
+    TableUnregistered,
     #[serde(rename = "io.floe.namespace.created")]
     NamespaceCreated,
     #[serde(rename = "io.floe.namespace.properties-updated")]
@@ -64,6 +68,8 @@ impl Kind {
             Kind::TableCommitted => "io.floe.table.committed",
             Kind::TableRenamed => "io.floe.table.renamed",
             Kind::TableDropped => "io.floe.table.dropped",
+            Kind::TableRegistered => "io.floe.table.registered",
+            Kind::TableUnregistered => "io.floe.table.unregistered",
             Kind::NamespaceCreated => "io.floe.namespace.created",
             Kind::NamespacePropertiesUpdated => "io.floe.namespace.properties-updated",
             Kind::NamespaceDropped => "io.floe.namespace.dropped",
@@ -397,6 +403,8 @@ mod tests {
             Kind::TableCommitted,
             Kind::TableRenamed,
             Kind::TableDropped,
+            Kind::TableRegistered,
+            Kind::TableUnregistered,
             Kind::NamespaceCreated,
             Kind::NamespacePropertiesUpdated,
             Kind::NamespaceDropped,

@@ -14,7 +14,7 @@ use crate::catalog::{OrgContext, TableRequestOptions};
 use crate::error::CatalogError;
 use crate::model::Principal;
 use crate::types::{
-    CreateNamespaceRequest, CreateTableRequest, RenameTableRequest,
+    CreateNamespaceRequest, CreateTableRequest, RegisterTableRequest, RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 };
 
@@ -92,6 +92,11 @@ fn client_has(headers: &HeaderMap, etag: &str) -> bool {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .any(|tag| tag.trim() == "*" || bare(tag) == bare(etag))
+}
+
+/// A JSON body built by the catalog (spliced, not serialized here).
+pub(super) fn json_bytes(body: Vec<u8>) -> Response {
+    ([(http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 fn no_content() -> Response {
@@ -243,6 +248,37 @@ pub async fn create_table(
         .create_table(&ctx, &params.namespace()?, body, options)
         .await?;
     Ok(table_response(created))
+}
+
+pub async fn register_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+    headers: HeaderMap,
+    q: QueryMap,
+    JsonBody(body): JsonBody<RegisterTableRequest>,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let options = table_options(&headers, &q)?;
+    let registered = s
+        .catalog
+        .tables
+        .register_table(&ctx, &params.namespace()?, body, options)
+        .await?;
+    Ok(table_response(registered))
+}
+
+pub async fn unregister_table(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let (ns, table) = params.table()?;
+    let result = s.catalog.tables.unregister_table(&ctx, &ns, &table).await?;
+    Ok(json_bytes(result.to_json()))
 }
 
 pub async fn load_table(

@@ -37,6 +37,8 @@ fn takes_key(operation: Operation) -> bool {
             | Operation::CommitTable
             | Operation::DropTable
             | Operation::RenameTable
+            | Operation::RegisterTable
+            | Operation::UnregisterTable
     )
 }
 
@@ -138,9 +140,16 @@ async fn finish(
         state.catalog.core.keys.finish_key(claim, None).await;
         return response;
     }
-    // A table answer carries credentials: it is never stored, but built again on replay.
+    // A table answer carries credentials, and an unregister's the whole metadata document: they
+    // are never stored, but built again on replay.
     if response.status().is_success()
-        && matches!(operation, Operation::CreateTable | Operation::CommitTable)
+        && matches!(
+            operation,
+            Operation::CreateTable
+                | Operation::CommitTable
+                | Operation::RegisterTable
+                | Operation::UnregisterTable
+        )
     {
         state
             .catalog
@@ -199,9 +208,10 @@ async fn authorized_replay(
         Operation::CreateNamespace => Some(Replayed::Catalog),
         Operation::DropNamespace
         | Operation::UpdateNamespaceProperties
-        | Operation::CreateTable => namespace.as_deref().ok().map(Replayed::Namespace),
+        | Operation::CreateTable
+        | Operation::RegisterTable => namespace.as_deref().ok().map(Replayed::Namespace),
         Operation::RenameTable => source.as_deref().map(Replayed::Namespace),
-        Operation::CommitTable | Operation::DropTable => table
+        Operation::CommitTable | Operation::DropTable | Operation::UnregisterTable => table
             .as_ref()
             .ok()
             .map(|(namespace, table)| Replayed::Table { namespace, table }),
@@ -243,6 +253,19 @@ async fn replay_answer(
     };
     match replay {
         Replay::Recorded(Recorded::Stored { status, body }) => Ok(stored(status, body)),
+        // An unregister recorded the file it answered with, not the answer itself.
+        Replay::Applied {
+            answer: Some(recorded),
+        } if operation == Operation::UnregisterTable => {
+            let params = Params::from_request_parts(parts, state).await?;
+            let (namespace, _) = params.table()?;
+            let answer = state
+                .catalog
+                .tables
+                .replay_unregister(&ctx, &namespace, &recorded)
+                .await?;
+            Ok(super::handlers::json_bytes(answer.to_json()))
+        }
         Replay::Applied {
             answer: Some(answer),
         } => Ok(stored(200, answer)),
@@ -280,6 +303,21 @@ async fn rebuild(
                 .await?;
             Ok(table_response(loaded))
         }
+        Operation::RegisterTable => {
+            let request: crate::types::RegisterTableRequest = serde_json::from_slice(body)
+                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+            let query = QueryMap::from_request_parts(parts, state).await?;
+            let options = table_options(&parts.headers, &query)?;
+            let loaded = catalog
+                .tables
+                .replay_register(ctx, &params.namespace()?, &request, options)
+                .await?;
+            Ok(table_response(loaded))
+        }
+        // Its change records what the replay needs; a key without it did not land.
+        Operation::UnregisterTable => Err(CatalogError::Internal(
+            "The first request with this key left no answer to repeat; retry with a new key".into(),
+        )),
         Operation::CommitTable => {
             let (namespace, table) = params.table()?;
             let answer = catalog
@@ -313,6 +351,6 @@ mod tests {
         for route in ROUTES.iter().filter(|r| takes_key(r.operation)) {
             assert!(matches!(route.method, "POST" | "DELETE"), "{route:?}");
         }
-        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 7);
+        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 9);
     }
 }

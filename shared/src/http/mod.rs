@@ -53,6 +53,8 @@ fn method_router(operation: Operation) -> MethodRouter<AppState> {
         Operation::RenameTable => post(rename_table),
         Operation::ReportMetrics => post(report_metrics),
         Operation::ListViews => get(list_views),
+        Operation::RegisterTable => post(register_table),
+        Operation::UnregisterTable => post(unregister_table),
     }
 }
 

@@ -1,7 +1,9 @@
-//! Table operations other than commits: create, load, list, drop, rename, metrics, views.
+//! Table operations other than commits: create, register, load, list, drop, unregister, rename,
+//! metrics, views.
 
 mod commit;
 mod placement;
+mod register;
 mod signing;
 
 use crate::catalog::metadata::MetadataCache;

@@ -236,7 +236,7 @@ pub fn check_paths(
 }
 
 /// No empty, `.` or `..` segments after the scheme, no backslashes or control characters.
-fn is_clean_location(location: &str) -> bool {
+pub(super) fn is_clean_location(location: &str) -> bool {
     let Some((_, rest)) = location.split_once("://") else {
         return false;
     };

@@ -1,0 +1,657 @@
+//! Bringing an existing Iceberg table under the catalog (`registerTable`) and letting the catalog
+//! forget one while its files stay (`unregisterTable`).
+//!
+//! A registered table owns a directory as every table does, so its vended credentials can never
+//! reach another's files:
+//! - inside the namespace's root, the first directory below the root that holds the metadata
+//!   file, claimed as a created table's explicit location is (no live or dropped table of the
+//!   namespace holds or overlaps it);
+//! - elsewhere in one of the org's bucket configurations, the first directory below that
+//!   configuration's root, claimed as a storage override's prefix is (in the store, and by the
+//!   marker file in storage, which no namespace or other table of any org may hold there).
+//!
+//! The metadata file must lie inside that directory, as must the metadata's `location` and its
+//! write paths. It is read once, parsed and checked as Iceberg table metadata, and recorded with
+//! its digest and uuid as if the catalog had written it: every later load verifies the file
+//! against that record, so a file changed afterwards is refused, never served.
+
+use bytes::Bytes;
+use iceberg::spec::{FormatVersion, TableMetadata};
+use serde::{Deserialize, Serialize};
+
+use super::placement;
+use super::{TableAt, TableRequestOptions, TableService, table_exists};
+use crate::authz::{Action, Resource, authorize};
+use crate::catalog::namespaces::busy;
+use crate::catalog::storage::{self, MarkerOwner};
+use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
+use crate::core::{AsRead, Change, ChangeFailure};
+use crate::error::{CatalogError, Result};
+use crate::events::{Draft, Kind};
+use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
+use crate::objects::{ObjectError, join};
+use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
+use crate::store::{Condition, Write};
+use crate::types::{LoadTableResult, RegisterTableRequest, UnregisterTableResult};
+
+/// The most objects an override directory may hold at registration: the directory is searched
+/// for other owners' marker files, which takes one listing request per thousand objects.
+const MAX_LISTED_OBJECTS: usize = 100_000;
+
+/// What each write of a registration guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RegisterPart {
+    Namespace,
+    Name,
+    Directory,
+    OverridePrefix,
+}
+
+/// Where a registered table's directory is and how it is claimed.
+struct Site {
+    bucket: BucketRow,
+    directory: String,
+    claim: SiteClaim,
+}
+
+enum SiteClaim {
+    /// A directory below the namespace's root: its segment, claimed in the namespace.
+    Segment(String),
+    /// A directory below a bucket configuration's root: its prefix, claimed in the bucket.
+    Prefix(String),
+}
+
+/// What a replay of an unregister needs to answer again: the file it answered with.
+#[derive(Serialize, Deserialize)]
+struct Unregistered {
+    bucket: String,
+    #[serde(rename = "metadata-location")]
+    metadata_location: String,
+}
+
+impl TableService {
+    pub async fn register_table(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        request: RegisterTableRequest,
+        options: TableRequestOptions,
+    ) -> Result<LoadTableResult> {
+        let seen = self.core.lookups.recent_namespace(ctx, namespace).await?;
+        authorize(&ctx.access, Resource::Namespace(&seen), Action::Write)?;
+        names::validate_table_name(&request.name)?;
+        let file = registrable_file(&request.metadata_location)?;
+        let overwrite = request.overwrite.unwrap_or(false);
+        for _ in 0..ROW_RACE_RETRIES {
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
+            authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
+            let existing =
+                rows::get::<TableRow>(&*self.core.store, &keys::table(&ns.row.id, &request.name))
+                    .await?;
+            if existing.is_some() && !overwrite {
+                return Err(table_exists(namespace, &request.name));
+            }
+            let site = self.registration_site(ctx, &ns.row, &file).await?;
+            let objects = self.core.lookups.objects_for(&site.bucket).await?;
+            let raw = read_file(&*objects, &file).await?;
+            let metadata = parse_metadata(&raw)?;
+            placement::check_paths(&metadata, &site.directory, None)?;
+            self.delivery(ctx, &ns.row, &site.bucket, &request.name, options)?;
+            let replaced = existing.as_ref().map(|e| &e.row);
+            let marker = match &site.claim {
+                SiteClaim::Prefix(_) => {
+                    self.claim_marker(ctx, &*objects, &site, &request.name, &metadata, replaced)
+                        .await?
+                }
+                SiteClaim::Segment(_) => false,
+            };
+            let sha256 = crate::catalog::metadata::sha256_hex(&raw);
+            let row = TableRow {
+                id: metadata.uuid().to_string(),
+                namespace_id: ns.row.id.clone(),
+                name: request.name.clone(),
+                directory: Some(site.directory.clone()),
+                bucket: Some(site.bucket.nickname.clone()),
+                location: metadata.location().trim_end_matches('/').to_owned(),
+                metadata_location: file.clone(),
+                metadata_version: file_version(&file),
+                metadata_sha256: Some(sha256.clone()),
+                storage_override: match &site.claim {
+                    SiteClaim::Prefix(prefix) => Some(TableStorage {
+                        bucket: site.bucket.nickname.clone(),
+                        prefix: prefix.clone(),
+                    }),
+                    SiteClaim::Segment(_) => None,
+                },
+                created_ms: self.core.clock.now_ms(),
+            };
+            let change = match self
+                .registration_change(&ns, &site, &row, existing.as_ref())
+                .await
+            {
+                Ok(change) => change,
+                Err(e) => {
+                    if marker {
+                        storage::remove_marker(&*objects, &site.directory).await;
+                    }
+                    return Err(e);
+                }
+            };
+            let event = Draft::new(
+                Kind::TableRegistered,
+                &ctx.org.name,
+                &ns.row.name,
+                &ns.row.id,
+                &ctx.principal,
+            )
+            .table(&request.name, &row.id)
+            .metadata(replaced.map(|r| r.metadata_location.as_str()), Some(&file));
+            let outcome = self.core.changes.write(ctx.key(), change, event).await;
+            if marker
+                && matches!(
+                    outcome,
+                    Err(ChangeFailure::Refused(_) | ChangeFailure::Contended)
+                )
+            {
+                storage::remove_marker(&*objects, &site.directory).await;
+            }
+            match outcome {
+                Ok(()) => {
+                    tracing::info!(audit = "table", org = %ctx.org.name, namespace, table = %request.name, by = %ctx.principal.id, metadata_location = %file, "table registered");
+                    return self
+                        .table_result(
+                            ctx,
+                            TableAt {
+                                ns: &ns.row,
+                                bucket: &site.bucket,
+                                name: &request.name,
+                                directory: &site.directory,
+                            },
+                            Some(file),
+                            (raw, sha256),
+                            options,
+                        )
+                        .await;
+                }
+                Err(ChangeFailure::Refused(RegisterPart::Namespace) | ChangeFailure::Contended) => {
+                    continue;
+                }
+                Err(ChangeFailure::Refused(RegisterPart::Name)) if !overwrite => {
+                    return Err(table_exists(namespace, &request.name));
+                }
+                // The table was committed, dropped or created meanwhile: read it again.
+                Err(ChangeFailure::Refused(RegisterPart::Name)) => continue,
+                Err(ChangeFailure::Refused(
+                    RegisterPart::Directory | RegisterPart::OverridePrefix,
+                )) => return Err(directory_taken(&site.directory)),
+                Err(ChangeFailure::NotWritten(e)) => return Err(e.into()),
+                Err(ChangeFailure::Unknown(e)) => {
+                    tracing::error!(error = %e, org = %ctx.org.name, namespace, table = %request.name, "table registration outcome unknown");
+                    return Err(CatalogError::CommitStateUnknown(format!(
+                        "Commit state unknown for {namespace}.{}: the catalog could not confirm the table was registered; load it before retrying",
+                        request.name
+                    )));
+                }
+            }
+        }
+        Err(busy())
+    }
+
+    /// The answer to a retried registration whose table landed: the table as it is now.
+    pub async fn replay_register(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        request: &RegisterTableRequest,
+        options: TableRequestOptions,
+    ) -> Result<LoadTableResult> {
+        self.load_table(ctx, namespace, &request.name, options)
+            .await
+    }
+
+    /// Removes the table from the catalog, keeping every file, and gives its directory up: the
+    /// table may be registered again, here or in another catalog. Commits that read the table
+    /// before fail, as the row they would swap is gone.
+    pub async fn unregister_table(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+    ) -> Result<UnregisterTableResult> {
+        for _ in 0..ROW_RACE_RETRIES {
+            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
+            authorize(
+                &ctx.access,
+                Resource::Table {
+                    namespace: &ns.row,
+                    table,
+                },
+                Action::Write,
+            )?;
+            let row = self.core.lookups.table_row(&ns.row, table).await?;
+            let bucket = self
+                .core
+                .lookups
+                .table_bucket(ctx, &ns.row, &row.row)
+                .await?;
+            let objects = self.core.lookups.objects_for(&bucket).await?;
+            let current = self
+                .metadata
+                .load(
+                    &*objects,
+                    &crate::catalog::table_ref(ctx, &ns.row, &row.row),
+                )
+                .await?;
+            let mut ns_row = ns.row.clone();
+            ns_row.table_count = ns_row.table_count.saturating_sub(1);
+            let mut writes = vec![
+                rows::put(
+                    keys::namespace(&ctx.org.name, namespace),
+                    &ns_row,
+                    Condition::VersionIs(ns.version),
+                ),
+                Write::Delete {
+                    key: keys::table(&ns.row.id, table),
+                    condition: Condition::TokenIs(row.token),
+                },
+            ];
+            writes.extend(self.claim_releases(&ns.row, &bucket, &row.row).await?);
+            let event = Draft::new(
+                Kind::TableUnregistered,
+                &ctx.org.name,
+                &ns.row.name,
+                &ns.row.id,
+                &ctx.principal,
+            )
+            .table(table, &row.row.id)
+            .metadata(Some(&row.row.metadata_location), None);
+            let answer = serde_json::to_string(&Unregistered {
+                bucket: bucket.nickname.clone(),
+                metadata_location: row.row.metadata_location.clone(),
+            })
+            .expect("answer serializes");
+            match self
+                .core
+                .changes
+                .write_answering(ctx.key(), Change::as_read(writes), event, Some(answer))
+                .await
+            {
+                Ok(()) => {
+                    if row.row.storage_override.is_some() {
+                        storage::remove_marker(&*objects, row.row.directory()).await;
+                    }
+                    tracing::info!(audit = "table", org = %ctx.org.name, namespace, table, by = %ctx.principal.id, "table unregistered");
+                    return Ok(UnregisterTableResult {
+                        metadata_location: row.row.metadata_location.clone(),
+                        metadata: current.raw.clone(),
+                    });
+                }
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
+                Err(failure) => return Err(failure.into()),
+            }
+        }
+        Err(busy())
+    }
+
+    /// The answer to a retried unregister whose change landed: the same file, read again
+    /// (the catalog no longer knows the table; `recorded` is what the change recorded).
+    pub async fn replay_unregister(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        recorded: &str,
+    ) -> Result<UnregisterTableResult> {
+        let recorded: Unregistered = serde_json::from_str(recorded)
+            .map_err(|e| CatalogError::Internal(format!("unreadable recorded answer: {e}")))?;
+        let ns = self.core.lookups.recent_namespace(ctx, namespace).await?;
+        authorize(&ctx.access, Resource::Namespace(&ns), Action::Read)?;
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(&ctx.org.name, &recorded.bucket)
+            .await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
+        let metadata = read_file(&*objects, &recorded.metadata_location).await?;
+        Ok(UnregisterTableResult {
+            metadata_location: recorded.metadata_location,
+            metadata,
+        })
+    }
+
+    /// The directory a file at `file` would make its table own.
+    async fn registration_site(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        file: &str,
+    ) -> Result<Site> {
+        if storage::is_within(file, &ns.location) {
+            let (segment, _) = placement::explicit_directory(&ns.location, file)?;
+            let bucket = self
+                .core
+                .lookups
+                .usable_bucket(&ctx.org.name, &ns.bucket)
+                .await?;
+            return Ok(Site {
+                bucket,
+                directory: join(&ns.location, &segment),
+                claim: SiteClaim::Segment(segment),
+            });
+        }
+        let buckets: Vec<BucketRow> = rows::collect(
+            &*self.core.store,
+            &keys::org_partition(&ctx.org.name),
+            "BUCKET#",
+            None,
+            usize::MAX,
+            |b: &BucketRow| storage::is_within(file, &b.root),
+        )
+        .await?;
+        let Some(closest) = buckets.into_iter().max_by_key(|b| b.root.len()) else {
+            return Err(CatalogError::BadRequest(format!(
+                "Metadata file '{file}' is outside the namespace's storage and every bucket configuration of the org"
+            )));
+        };
+        let bucket = self
+            .core
+            .lookups
+            .usable_bucket(&ctx.org.name, &closest.nickname)
+            .await?;
+        if crate::authz::is_public(ns)
+            && !crate::catalog::access::grants::vends_through_role(&bucket)
+        {
+            return Err(crate::catalog::access::grants::public_storage_refused(
+                &format!("a table registered on bucket '{}'", bucket.nickname),
+            ));
+        }
+        let (prefix, _) = placement::explicit_directory(&bucket.root, file)?;
+        Ok(Site {
+            directory: join(&bucket.root, &prefix),
+            bucket,
+            claim: SiteClaim::Prefix(prefix),
+        })
+    }
+
+    /// Claims an override directory in storage: writes its marker (or finds the one of the
+    /// table being replaced) and makes sure no other owner's marker lies below it. True when
+    /// this call wrote the marker, which must then be removed if the table is not registered.
+    async fn claim_marker(
+        &self,
+        ctx: &OrgContext,
+        objects: &dyn crate::objects::ObjectStore,
+        site: &Site,
+        name: &str,
+        metadata: &TableMetadata,
+        replaced: Option<&TableRow>,
+    ) -> Result<bool> {
+        let ours = replaced.is_some_and(|r| r.directory() == site.directory);
+        let owner = MarkerOwner {
+            org: &ctx.org.name,
+            kind: "table",
+            name,
+            id: &metadata.uuid().to_string(),
+            created_ms: self.core.clock.now_ms(),
+        };
+        let wrote = storage::write_marker(objects, &site.directory, &owner).await?;
+        if !wrote && !ours {
+            return Err(directory_taken(&site.directory));
+        }
+        // Written first, searched second: of two registrations nesting into each other, each
+        // finds the other's marker.
+        let own_marker = join(&site.directory, storage::MARKER_FILE);
+        let listed = objects
+            .list(
+                &format!("{}/", site.directory),
+                MAX_LISTED_OBJECTS.saturating_add(1),
+            )
+            .await;
+        let refusal = match listed {
+            Err(e) => Some(CatalogError::from(e)),
+            Ok(found) if found.len() > MAX_LISTED_OBJECTS => {
+                Some(CatalogError::BadRequest(format!(
+                    "Directory '{}' holds more than {MAX_LISTED_OBJECTS} objects: register the table from inside a namespace's storage, or from a bucket configuration whose root is closer to it",
+                    site.directory
+                )))
+            }
+            Ok(found) => found
+                .iter()
+                .any(|l| *l != own_marker && l.ends_with(&format!("/{}", storage::MARKER_FILE)))
+                .then(|| directory_taken(&site.directory)),
+        };
+        match refusal {
+            None => Ok(wrote),
+            Some(e) => {
+                if wrote {
+                    storage::remove_marker(objects, &site.directory).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The store write of a registration: the namespace (its table count, and that it is still
+    /// live), the name, and the directory's claim.
+    async fn registration_change(
+        &self,
+        ns: &Versioned<NamespaceRow>,
+        site: &Site,
+        row: &TableRow,
+        existing: Option<&Versioned<TableRow>>,
+    ) -> Result<Change<RegisterPart>> {
+        let mut ns_row = ns.row.clone();
+        if existing.is_none() {
+            ns_row.table_count += 1;
+        }
+        let name_condition = match existing {
+            Some(e) => Condition::TokenIs(e.token),
+            None => Condition::NotExists,
+        };
+        let mut change = Change::new()
+            .with(
+                RegisterPart::Namespace,
+                rows::put(
+                    keys::namespace(&ns.row.org, &ns.row.name),
+                    &ns_row,
+                    Condition::VersionIs(ns.version),
+                ),
+            )
+            .with(
+                RegisterPart::Name,
+                rows::put_tokened(
+                    keys::table(&ns.row.id, &row.name),
+                    row,
+                    name_condition,
+                    existing.map(|e| e.version),
+                ),
+            );
+        let replaced = existing.map(|e| &e.row);
+        match &site.claim {
+            SiteClaim::Segment(segment) => {
+                let key = keys::directory_claim(&ns.row.id, segment);
+                let held = rows::get::<DirectoryClaimRow>(&*self.core.store, &key).await?;
+                let condition = match held {
+                    None => {
+                        self.refuse_overlapping_rows(ns, &site.directory, replaced)
+                            .await?;
+                        Condition::NotExists
+                    }
+                    Some(claim) if replaced.is_some_and(|r| r.id == claim.row.table_id) => {
+                        Condition::VersionIs(claim.version)
+                    }
+                    Some(_) => return Err(directory_taken(&site.directory)),
+                };
+                let claim = DirectoryClaimRow {
+                    directory: site.directory.clone(),
+                    table_id: row.id.clone(),
+                };
+                change.push(RegisterPart::Directory, rows::put(key, &claim, condition));
+            }
+            SiteClaim::Prefix(prefix) => {
+                let key = keys::prefix_claim(&site.bucket.root, prefix);
+                let held = rows::get::<PrefixClaimRow>(&*self.core.store, &key).await?;
+                let condition = match held {
+                    None => Condition::NotExists,
+                    Some(claim) if replaced.is_some_and(|r| r.id == claim.row.owner) => {
+                        Condition::VersionIs(claim.version)
+                    }
+                    Some(_) => return Err(directory_taken(&site.directory)),
+                };
+                let claim = PrefixClaimRow {
+                    bucket_root: site.bucket.root.clone(),
+                    prefix: prefix.clone(),
+                    owner: row.id.clone(),
+                };
+                change.push(
+                    RegisterPart::OverridePrefix,
+                    rows::put(key, &claim, condition),
+                );
+            }
+        }
+        Ok(change)
+    }
+
+    /// Rows older than directory claims carry no claim: a directory overlapping theirs is
+    /// refused too (the table being replaced aside).
+    async fn refuse_overlapping_rows(
+        &self,
+        ns: &Versioned<NamespaceRow>,
+        directory: &str,
+        replaced: Option<&TableRow>,
+    ) -> Result<()> {
+        let overlapping: Vec<TableRow> = rows::collect(
+            &*self.core.store,
+            &keys::namespace_partition(&ns.row.id),
+            keys::TABLE_PREFIX,
+            None,
+            1,
+            |t: &TableRow| {
+                replaced.is_none_or(|r| r.id != t.id)
+                    && (storage::is_within(t.directory(), directory)
+                        || storage::is_within(directory, t.directory()))
+            },
+        )
+        .await?;
+        if overlapping.is_empty() {
+            Ok(())
+        } else {
+            Err(directory_taken(directory))
+        }
+    }
+
+    /// The deletes that give an unregistered table's directory up, where the table holds it.
+    async fn claim_releases(
+        &self,
+        ns: &NamespaceRow,
+        bucket: &BucketRow,
+        row: &TableRow,
+    ) -> Result<Vec<Write>> {
+        let mut writes = vec![];
+        if let Some(o) = &row.storage_override {
+            let key = keys::prefix_claim(&bucket.root, &o.prefix);
+            if let Some(claim) = rows::get::<PrefixClaimRow>(&*self.core.store, &key).await?
+                && claim.row.owner == row.id
+            {
+                writes.push(Write::Delete {
+                    key,
+                    condition: Condition::VersionIs(claim.version),
+                });
+            }
+        } else if let Ok((segment, _)) =
+            placement::explicit_directory(&ns.location, row.directory())
+        {
+            let key = keys::directory_claim(&ns.id, &segment);
+            if let Some(claim) = rows::get::<DirectoryClaimRow>(&*self.core.store, &key).await?
+                && claim.row.table_id == row.id
+            {
+                writes.push(Write::Delete {
+                    key,
+                    condition: Condition::VersionIs(claim.version),
+                });
+            }
+        }
+        Ok(writes)
+    }
+}
+
+/// A metadata file location a registration may name: a clean, absolute `.metadata.json` path.
+fn registrable_file(location: &str) -> Result<String> {
+    let file = location.trim();
+    if !placement::is_clean_location(file) || file.ends_with('/') {
+        return Err(CatalogError::BadRequest(format!(
+            "Metadata location '{location}' is not a clean absolute location"
+        )));
+    }
+    if file.ends_with(".gz.metadata.json") || !file.ends_with(".metadata.json") {
+        return Err(CatalogError::BadRequest(format!(
+            "Metadata location '{location}' does not name an uncompressed metadata file (*.metadata.json)"
+        )));
+    }
+    Ok(file.to_owned())
+}
+
+async fn read_file(objects: &dyn crate::objects::ObjectStore, file: &str) -> Result<Bytes> {
+    objects.get(file).await.map_err(|e| match e {
+        ObjectError::NotFound(_) => {
+            CatalogError::BadRequest(format!("Metadata file '{file}' does not exist"))
+        }
+        other => other.into(),
+    })
+}
+
+/// The file as table metadata, checked by the `iceberg` crate's own parser (references,
+/// ids, versions); format versions beyond 2 are refused as creating them is.
+fn parse_metadata(raw: &[u8]) -> Result<TableMetadata> {
+    let metadata: TableMetadata = serde_json::from_slice(raw).map_err(|e| {
+        CatalogError::BadRequest(format!(
+            "The metadata file is not valid Iceberg table metadata: {e}"
+        ))
+    })?;
+    if metadata.format_version() > FormatVersion::V2 {
+        return Err(CatalogError::BadRequest(format!(
+            "Format version {} is not supported: register a format-version 1 or 2 table",
+            metadata.format_version()
+        )));
+    }
+    Ok(metadata)
+}
+
+/// The number in a metadata file's name (`00012-<uuid>.metadata.json`, or Hadoop's
+/// `v12.metadata.json`), 0 when it has none: the next commit writes the number after it.
+fn file_version(file: &str) -> u64 {
+    let name = file.rsplit('/').next().unwrap_or_default();
+    let digits = name.strip_prefix('v').unwrap_or(name);
+    let number: String = digits.chars().take_while(char::is_ascii_digit).collect();
+    number.parse().unwrap_or(0)
+}
+
+fn directory_taken(directory: &str) -> CatalogError {
+    CatalogError::BadRequest(format!(
+        "Directory '{directory}' belongs to another table or namespace: a registered table needs a directory of its own"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_files_are_clean_uncompressed_json() {
+        assert!(registrable_file("s3://b/ns/t/metadata/00001-a.metadata.json").is_ok());
+        for bad in [
+            "s3://b/ns/t/metadata/00001-a.gz.metadata.json",
+            "s3://b/ns/t/metadata/",
+            "s3://b/ns/../t/metadata/v1.metadata.json",
+            "s3://b/ns/t/data/part.parquet",
+            "ns/t/metadata/v1.metadata.json",
+        ] {
+            assert!(registrable_file(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_come_from_the_file_name() {
+        assert_eq!(file_version("s3://b/t/metadata/00012-x.metadata.json"), 12);
+        assert_eq!(file_version("s3://b/t/metadata/v7.metadata.json"), 7);
+        assert_eq!(file_version("s3://b/t/metadata/current.metadata.json"), 0);
+    }
+}
