@@ -66,6 +66,10 @@ ROUTES = [
     ("register-table", "POST", "/v1/{prefix}/namespaces/{namespace}/register", {"namespace": "events_ns"}, {},
      {"name": "registered_table",
       "metadata-location": "file:///events/legacy/orders/metadata/00001-1b5b5a4e.metadata.json"}),
+    ("commit-transaction", "POST", "/v1/{prefix}/transactions/commit", {}, {},
+     {"table-changes": [{"identifier": {"namespace": ["events_ns"], "name": "events_table"},
+                         "requirements": [],
+                         "updates": [{"action": "set-properties", "updates": {"owner": "events"}}]}]}),
     ("unregister-table", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister",
      {"namespace": "events_ns", "table": "events_table"}, {}, None),
 ]

@@ -162,10 +162,12 @@ impl Function {
             // The current metadata get, the new metadata file put, the pointer swap put. The
             // create commit of a staged table places and inserts it as createTable does (a
             // client-chosen directory: a get and a query). A commit never deletes a file.
+            // A transaction holds its unchanged tables to the rows it read (a condition check).
             Function::Commits => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
+                Store(StoreUse::Check),
                 Objects(ObjectUse::Get),
                 Objects(ObjectUse::Put),
                 Secrets(SecretUse::Open),

@@ -60,6 +60,7 @@ pub enum Operation {
     ListViews,
     RegisterTable,
     UnregisterTable,
+    CommitTransaction,
 }
 
 /// One served route; `path` is the spec's template, relative to the base path.
@@ -209,6 +210,12 @@ pub const ROUTES: &[Route] = &[
         Group::Tables,
         Operation::UnregisterTable,
     ),
+    route(
+        "POST",
+        "/v1/{prefix}/transactions/commit",
+        Group::Commits,
+        Operation::CommitTransaction,
+    ),
 ];
 
 /// Whether a concrete path (relative to the base path) fits a route template, segment by
@@ -263,12 +270,12 @@ mod tests {
     }
 
     #[test]
-    fn twenty_unique_routes_each_in_one_group() {
-        assert_eq!(ROUTES.len(), 20);
+    fn twenty_one_unique_routes_each_in_one_group() {
+        assert_eq!(ROUTES.len(), 21);
         let endpoints: HashSet<String> = ROUTES.iter().map(Route::endpoint).collect();
-        assert_eq!(endpoints.len(), 20);
+        assert_eq!(endpoints.len(), 21);
         let ops: HashSet<Operation> = ROUTES.iter().map(|r| r.operation).collect();
-        assert_eq!(ops.len(), 20);
+        assert_eq!(ops.len(), 21);
         for group in Group::ALL {
             assert!(
                 ROUTES.iter().any(|r| r.group == group),

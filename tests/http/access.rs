@@ -463,6 +463,23 @@ async fn every_principal_every_target_every_route() {
                     answer: load_as(path.clone(), delegation).await,
                 });
             }
+            let transaction = json!({"table-changes": [{
+                "identifier": {"namespace": [ns], "name": table},
+                "requirements": [],
+                "updates": [{"action": "set-properties", "updates": {"touched": "in a transaction"}}]
+            }]});
+            checks.push(Check {
+                who,
+                route: "commitTransaction",
+                target: format!("{ns}.{table}"),
+                allowed: allowed(who, ns, Some(table), Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("/v1/{ORG}/transactions/commit"),
+                    Some(transaction),
+                )
+                .await,
+            });
             for (route, method, path, body, needs) in table_checks {
                 checks.push(Check {
                     who,

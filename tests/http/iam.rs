@@ -641,6 +641,20 @@ async fn every_function_uses_exactly_what_it_declares() {
     call(d, Method::POST, &format!("{tables}/staged"), Some(create))
         .await
         .assert_ok(200);
+    // A transaction over both: one changed table, one held to what was read.
+    let transaction = json!({"table-changes": [
+        {"identifier": {"namespace": ["ns"], "name": "t2"}, "requirements": [],
+         "updates": [{"action": "set-properties", "updates": {"in": "transaction"}}]},
+        {"identifier": {"namespace": ["ns"], "name": "staged"}, "requirements": [], "updates": []}
+    ]});
+    call(
+        d,
+        Method::POST,
+        &format!("/v1/{ORG}/transactions/commit"),
+        Some(transaction),
+    )
+    .await
+    .assert_ok(204);
 
     // Tables loads what the commits function wrote, unregisters the staged table and registers
     // its file again.

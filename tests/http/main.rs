@@ -22,4 +22,5 @@ mod purge;
 mod register;
 mod signing;
 mod tables;
+mod transactions;
 mod ui;

@@ -57,3 +57,23 @@ def test_duckdb_creates_and_inserts(floe):
     # And PyIceberg reads what DuckDB wrote.
     rows = floe.catalog().load_table(f"{ns}.made_by_duck").scan().to_arrow().sort_by("id").to_pydict()
     assert rows == {"id": [1, 2], "label": ["x", "y"]}
+
+
+def test_duckdb_commits_two_tables_in_one_transaction(floe):
+    """With `POST /v1/{prefix}/transactions/commit` advertised, DuckDB commits every table a
+    transaction wrote through it: both tables move together."""
+    con = _connect(floe)
+    ns = "duckt_" + uuid.uuid4().hex[:8]
+    con.execute(f"CREATE SCHEMA floe.{ns}")
+    con.execute(f"CREATE TABLE floe.{ns}.facts (id BIGINT, amount DOUBLE)")
+    con.execute(f"CREATE TABLE floe.{ns}.dims (id BIGINT, label VARCHAR)")
+    con.execute("BEGIN TRANSACTION")
+    con.execute(f"INSERT INTO floe.{ns}.facts VALUES (1, 9.5), (2, 0.5)")
+    con.execute(f"INSERT INTO floe.{ns}.dims VALUES (1, 'one'), (2, 'two')")
+    con.execute("COMMIT")
+    assert con.execute(f"SELECT count(*), sum(amount) FROM floe.{ns}.facts").fetchone() == (2, 10.0)
+    catalog = floe.catalog()
+    for table, rows in [("facts", 2), ("dims", 2)]:
+        loaded = catalog.load_table(f"{ns}.{table}")
+        assert len(loaded.scan().to_arrow()) == rows
+        assert len(loaded.metadata.snapshots) == 1

@@ -188,6 +188,7 @@ fn expected_status(file: &str) -> u16 {
         | "drop-namespace.json"
         | "drop-table.json"
         | "rename-table.json"
+        | "commit-transaction.json"
         | "report-metrics.json" => 204,
         "create-org.json"
         | "create-api-client.json"

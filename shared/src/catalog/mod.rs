@@ -33,7 +33,9 @@ pub use config::{ConfigService, iso_duration, parse_iso_duration};
 pub use events::EventService;
 pub use namespaces::{DeleteOptions, NamespaceService, NamespaceStatus, purge};
 pub use sessions::SessionService;
-pub use tables::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, TableRequestOptions, TableService};
+pub use tables::{
+    AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, MAX_TRANSACTION_TABLES, TableRequestOptions, TableService,
+};
 
 pub use crate::cache::DEFAULT_TTL as DEFAULT_AUTH_CACHE_TTL;
 pub use crate::core::changes::DEFAULT_EVENT_RETENTION;

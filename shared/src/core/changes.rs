@@ -188,8 +188,25 @@ impl ChangeWriter {
     ) -> Result<(), ChangeFailure<L>> {
         let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
         let written = self
-            .write_change_answering(key, writes, event, answer)
+            .write_change_answering(key, writes, vec![event], answer)
             .await;
+        outcome(&labels, written)
+    }
+
+    /// [`Self::write`] for a change that several events describe (a transaction's tables, one
+    /// event each): they take consecutive numbers of the org's sequence, in their order, in the
+    /// same atomic write.
+    pub async fn write_described<L: Copy>(
+        &self,
+        key: Option<&KeyClaim>,
+        change: Change<L>,
+        events: Vec<Draft>,
+    ) -> Result<(), ChangeFailure<L>> {
+        let (labels, writes): (Vec<L>, Vec<Write>) = change.parts.into_iter().unzip();
+        if events.is_empty() {
+            return outcome(&labels, self.store.write(writes).await);
+        }
+        let written = self.write_change_answering(key, writes, events, None).await;
         outcome(&labels, written)
     }
 
@@ -211,11 +228,11 @@ impl ChangeWriter {
         &self,
         key: Option<&KeyClaim>,
         writes: Vec<Write>,
-        event: Draft,
+        events: Vec<Draft>,
         answer: Option<String>,
     ) -> Result<(), StoreError> {
         let marker = key.and_then(|claim| applied_marker(claim, answer));
-        let org = event.data.org.clone();
+        let org = events[0].data.org.clone();
         let mut wait = FIRST_SEQUENCE_WAIT;
         // The counter as this instance last wrote it saves a read; when another instance moved
         // it since, the write fails on it and the loop reads it.
@@ -228,7 +245,7 @@ impl ChangeWriter {
             let now_ms = self.clock.now_ms();
             let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
             let (event_writes, recorded, landed) =
-                outbox::event_writes(counter, event.clone(), now_ms, expires_at);
+                outbox::event_writes(counter, events.clone(), now_ms, expires_at);
             let counter_index = writes.len();
             let mut batch = writes.clone();
             batch.extend(event_writes);
@@ -241,7 +258,9 @@ impl ChangeWriter {
                     }
                     self.remember_counter(&org, landed);
                     self.events_written.notify_waiters();
-                    tracing::debug!(org = %org, sequence = recorded.data.sequence, kind = recorded.kind.as_str(), "change recorded");
+                    for event in &recorded {
+                        tracing::debug!(org = %org, sequence = event.data.sequence, kind = event.kind.as_str(), "change recorded");
+                    }
                     return Ok(());
                 }
                 Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {

@@ -39,41 +39,49 @@ pub async fn read_counter(store: &dyn MetaStore, org: &str) -> Result<Counter, S
     )
 }
 
-/// The two writes that record `draft` as the org's next event after `counter`: the counter's
-/// move (first) and the event. The event expires (the store deletes it by itself) after the
-/// retention. Also the event, and the counter as it is once the writes land.
+/// The writes that record `drafts` as the org's next events after `counter`, numbered
+/// consecutively in their order: the counter's move (first, by as many numbers as there are
+/// events) and each event. Events expire (the store deletes them by itself) after the retention.
+/// Also the events, and the counter as it is once the writes land.
 pub fn event_writes(
     counter: Counter,
-    draft: Draft,
+    drafts: Vec<Draft>,
     now_ms: u64,
     expires_at: u64,
-) -> (Vec<Write>, ChangeEvent, Counter) {
-    let org = draft.data.org.clone();
-    let sequence = counter.last + 1;
-    let event = draft.into_event(sequence, now_ms);
+) -> (Vec<Write>, Vec<ChangeEvent>, Counter) {
+    let Some(org) = drafts.first().map(|d| d.data.org.clone()) else {
+        return (vec![], vec![], counter);
+    };
+    let last = counter.last + drafts.len() as u64;
     let condition = counter
         .version
         .map_or(Condition::NotExists, Condition::VersionIs);
     let counter_write = rows::put_indexed(
         keys::event_counter(&org),
-        &CounterRow { last: sequence },
+        &CounterRow { last },
         condition,
         Some(keys::event_org_entry(&org)),
     );
     let landed = Counter {
-        last: sequence,
+        last,
         version: match &counter_write {
             Write::Put { item, .. } => Some(item.version),
             _ => None,
         },
     };
-    let event_write = rows::put_expiring(
-        keys::event(&org, sequence),
-        &event,
-        Condition::NotExists,
-        expires_at,
-    );
-    (vec![counter_write, event_write], event, landed)
+    let mut writes = vec![counter_write];
+    let mut events = Vec::with_capacity(drafts.len());
+    for (sequence, draft) in (counter.last + 1..).zip(drafts) {
+        let event = draft.into_event(sequence, now_ms);
+        writes.push(rows::put_expiring(
+            keys::event(&org, sequence),
+            &event,
+            Condition::NotExists,
+            expires_at,
+        ));
+        events.push(event);
+    }
+    (writes, events, landed)
 }
 
 /// The org's stored events numbered after `after`, in sequence order, at most `limit`.
@@ -109,8 +117,8 @@ mod tests {
             email: None,
         };
         let draft = || Draft::new(Kind::NamespaceCreated, "acme", "sales", "ns-1", &by);
-        let (writes, event, landed) = event_writes(Counter::default(), draft(), 1000, 99);
-        assert_eq!(event.data.sequence, 1);
+        let (writes, events, landed) = event_writes(Counter::default(), vec![draft()], 1000, 99);
+        assert_eq!(events[0].data.sequence, 1);
         assert_eq!(landed.last, 1);
         assert_eq!(writes[0].condition(), Condition::NotExists);
         assert_eq!(writes[1].key(), &keys::event("acme", 1));
@@ -118,17 +126,21 @@ mod tests {
             panic!("the event is a put")
         };
         assert_eq!(item.expires_at, Some(99));
-        let (writes, event, landed) = event_writes(
+        let (writes, events, landed) = event_writes(
             Counter {
                 last: 7,
                 version: Some(70),
             },
-            draft(),
+            vec![draft(), draft(), draft()],
             1000,
             99,
         );
-        assert_eq!(event.data.sequence, 8);
+        let sequences: Vec<u64> = events.iter().map(|e| e.data.sequence).collect();
+        assert_eq!(sequences, [8, 9, 10], "consecutive, in the drafts' order");
+        assert_eq!(landed.last, 10);
         assert_eq!(landed.version, Some(71));
         assert_eq!(writes[0].condition(), Condition::VersionIs(70));
+        assert_eq!(writes.len(), 4);
+        assert_eq!(writes[3].key(), &keys::event("acme", 10));
     }
 }

@@ -269,6 +269,18 @@ pub async fn register_table(
     Ok(table_response(registered))
 }
 
+pub async fn commit_transaction(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+    JsonBody(body): JsonBody<Value>,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    s.catalog.tables.commit_transaction(&ctx, body).await?;
+    Ok(no_content())
+}
+
 pub async fn unregister_table(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
@@ -413,7 +425,6 @@ pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
         );
     }
     let unsupported = [
-        "/transactions/commit",
         "/register",
         "/views/",
         "/plan",

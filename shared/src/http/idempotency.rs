@@ -39,6 +39,7 @@ fn takes_key(operation: Operation) -> bool {
             | Operation::RenameTable
             | Operation::RegisterTable
             | Operation::UnregisterTable
+            | Operation::CommitTransaction
     )
 }
 
@@ -217,6 +218,13 @@ async fn authorized_replay(
             .map(|(namespace, table)| Replayed::Table { namespace, table }),
         _ => None,
     };
+    if operation == Operation::CommitTransaction {
+        state
+            .catalog
+            .tables
+            .authorize_transaction_replay(&ctx, body)
+            .await?;
+    }
     if let Some(about) = about {
         state
             .catalog
@@ -351,6 +359,6 @@ mod tests {
         for route in ROUTES.iter().filter(|r| takes_key(r.operation)) {
             assert!(matches!(route.method, "POST" | "DELETE"), "{route:?}");
         }
-        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 9);
+        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 10);
     }
 }

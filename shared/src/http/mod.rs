@@ -55,6 +55,7 @@ fn method_router(operation: Operation) -> MethodRouter<AppState> {
         Operation::ListViews => get(list_views),
         Operation::RegisterTable => post(register_table),
         Operation::UnregisterTable => post(unregister_table),
+        Operation::CommitTransaction => post(commit_transaction),
     }
 }
 

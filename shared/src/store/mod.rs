@@ -165,14 +165,18 @@ pub fn condition_holds(condition: Condition, current: Option<(u64, Option<Token>
 }
 
 /// Rejects write batches that no adapter could apply atomically.
+/// The most writes one atomic batch may hold: DynamoDB's TransactWriteItems limit, which the
+/// embedded store holds too so that what works on one works on both.
+pub const MAX_WRITES: usize = 100;
+
 pub fn validate_batch(writes: &[Write]) -> Result<(), StoreError> {
     if writes.is_empty() {
         return Err(StoreError::Invalid("empty write batch".into()));
     }
-    if writes.len() > 100 {
-        return Err(StoreError::Invalid(
-            "more than 100 writes in one batch".into(),
-        ));
+    if writes.len() > MAX_WRITES {
+        return Err(StoreError::Invalid(format!(
+            "more than {MAX_WRITES} writes in one batch"
+        )));
     }
     let mut keys: Vec<&Key> = writes.iter().map(Write::key).collect();
     keys.sort();

@@ -23,8 +23,8 @@ use crate::core::{Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
 use crate::model::{NamespaceRow, Principal, PrincipalKind, TableRow};
-use crate::store::Condition;
 use crate::store::rows::{self, Versioned, keys};
+use crate::store::{Condition, Write};
 use crate::types::{CommitTableResponse, TableIdentifier};
 
 /// Snapshot summary key stamped with the committing user's display name.
@@ -34,11 +34,11 @@ pub const AUTHOR_EMAIL_KEY: &str = "arraylake.author-email";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CommitTableRequest {
+pub(super) struct CommitTableRequest {
     #[serde(default)]
-    identifier: Option<TableIdentifier>,
-    requirements: Vec<TableRequirement>,
-    updates: Vec<TableUpdate>,
+    pub identifier: Option<TableIdentifier>,
+    pub requirements: Vec<TableRequirement>,
+    pub updates: Vec<TableUpdate>,
 }
 
 impl TableService {
@@ -129,6 +129,43 @@ impl TableService {
         current: &Versioned<TableRow>,
         request: &CommitTableRequest,
     ) -> Result<Attempt> {
+        let Publish {
+            swap,
+            event,
+            response,
+        } = match self.prepare_commit(ctx, ns, current, request).await? {
+            Prepared::Unchanged { response } => return Ok(Attempt::Committed(response)),
+            Prepared::Changed(publish) => *publish,
+        };
+        let change = Change::new().with(Swap, swap);
+        match self.core.changes.write(ctx.key(), change, event).await {
+            Ok(()) => Ok(Attempt::Committed(response)),
+            // The store's writes are idempotent, so a failed condition proves nothing landed.
+            // The new file stays: nothing references it, and an orphan is harmless.
+            Err(ChangeFailure::Refused(Swap) | ChangeFailure::Contended) => Ok(Attempt::LostRace),
+            Err(ChangeFailure::NotWritten(e)) => {
+                tracing::warn!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %current.row.name, "commit not applied");
+                Err(not_applied())
+            }
+            Err(ChangeFailure::Unknown(e)) => {
+                tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %current.row.name, metadata = %response.metadata_location, "commit outcome unknown");
+                Err(CatalogError::CommitStateUnknown(format!(
+                    "Commit state unknown for {}.{}: the catalog could not confirm the metadata pointer swap; reload the table before retrying",
+                    ns.name, current.row.name
+                )))
+            }
+        }
+    }
+
+    /// Works a commit out against one read of its table: checks the requirements on it,
+    /// applies the updates and writes the new metadata file; the pointer swap is the caller's.
+    pub(super) async fn prepare_commit(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        current: &Versioned<TableRow>,
+        request: &CommitTableRequest,
+    ) -> Result<Prepared> {
         let row = &current.row;
         let bucket = self.core.lookups.table_bucket(ctx, ns, row).await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
@@ -154,12 +191,14 @@ impl TableService {
             request.updates.iter().cloned(),
         )?;
         if built.changes.is_empty() {
-            return Ok(Attempt::Committed(CommitTableResponse::new(
-                &ctx.org.name,
-                row.metadata_location.clone(),
-                (&file.raw, &file.sha256),
-                &self.core.vendor.storage_config(&bucket),
-            )));
+            return Ok(Prepared::Unchanged {
+                response: CommitTableResponse::new(
+                    &ctx.org.name,
+                    row.metadata_location.clone(),
+                    (&file.raw, &file.sha256),
+                    &self.core.vendor.storage_config(&bucket),
+                ),
+            });
         }
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
         let version = row.metadata_version + 1;
@@ -197,31 +236,16 @@ impl TableService {
             Condition::TokenIs(current.token),
             Some(current.version),
         );
-        let change = Change::new().with(Swap, swap);
-        match self.core.changes.write(ctx.key(), change, event).await {
-            Ok(()) => Ok(Attempt::Committed(CommitTableResponse::new(
+        Ok(Prepared::Changed(Box::new(Publish {
+            swap,
+            event,
+            response: CommitTableResponse::new(
                 &ctx.org.name,
                 location,
                 (&written.file.raw, &written.file.sha256),
                 &self.core.vendor.storage_config(&bucket),
-            ))),
-            // The store's writes are idempotent, so a failed condition proves nothing landed.
-            // The new file stays: nothing references it, and an orphan is harmless.
-            Err(ChangeFailure::Refused(Swap) | ChangeFailure::Contended) => Ok(Attempt::LostRace),
-            Err(ChangeFailure::NotWritten(e)) => {
-                tracing::warn!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, "commit not applied");
-                Err(CatalogError::Internal(
-                    "The catalog store did not apply the commit; retry the request".into(),
-                ))
-            }
-            Err(ChangeFailure::Unknown(e)) => {
-                tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %row.name, metadata = %location, "commit outcome unknown");
-                Err(CatalogError::CommitStateUnknown(format!(
-                    "Commit state unknown for {}.{}: the catalog could not confirm the metadata pointer swap; reload the table before retrying",
-                    ns.name, row.name
-                )))
-            }
-        }
+            ),
+        })))
     }
 
     /// The commit of a staged create: builds version 0 from the client's updates and inserts the
@@ -286,10 +310,10 @@ impl TableService {
     }
 }
 
-struct CommitFailedRace;
+pub(super) struct CommitFailedRace;
 
 impl CommitFailedRace {
-    fn message(namespace: &str, table: &str) -> CatalogError {
+    pub(super) fn message(namespace: &str, table: &str) -> CatalogError {
         CatalogError::CommitFailed(format!(
             "Table has been updated by another process: {namespace}.{table}"
         ))
@@ -298,7 +322,7 @@ impl CommitFailedRace {
 
 /// Overwrites the author keys of every added snapshot with the principal's identity; users get
 /// name and email, api clients their email only. Other summary keys pass through.
-fn stamp_authors(body: &mut Value, principal: &Principal) {
+pub(super) fn stamp_authors(body: &mut Value, principal: &Principal) {
     let Some(updates) = body.get_mut("updates").and_then(Value::as_array_mut) else {
         return;
     };
@@ -327,7 +351,7 @@ fn stamp_authors(body: &mut Value, principal: &Principal) {
     }
 }
 
-fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
+pub(super) fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
     let v3 = updates.iter().any(|u| {
         matches!(u, TableUpdate::UpgradeFormatVersion { format_version } if *format_version > FormatVersion::V2)
     });
@@ -362,6 +386,26 @@ fn apply_updates(
 /// read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Swap;
+
+/// A commit worked out against one read of its table, its new file (if any) written.
+pub(super) enum Prepared {
+    /// The updates change nothing: the table stays as read.
+    Unchanged { response: CommitTableResponse },
+    /// The new file, published by its swap.
+    Changed(Box<Publish>),
+}
+
+/// The swap that publishes a commit's new file if the row still holds the token read, the
+/// event that describes it and the answer once it landed.
+pub(super) struct Publish {
+    pub swap: Write,
+    pub event: Draft,
+    pub response: CommitTableResponse,
+}
+
+pub(super) fn not_applied() -> CatalogError {
+    CatalogError::Internal("The catalog store did not apply the commit; retry the request".into())
+}
 
 /// The outcome of one commit attempt that did not fail outright.
 enum Attempt {

@@ -1,10 +1,11 @@
-//! Table operations other than commits: create, register, load, list, drop, unregister, rename,
-//! metrics, views.
+//! Table operations: create, register, load, list, commit (one table, or several in a
+//! transaction), drop, unregister, rename, metrics, views.
 
 mod commit;
 mod placement;
 mod register;
 mod signing;
+mod transaction;
 
 use crate::catalog::metadata::MetadataCache;
 use crate::core::{AsRead, Change, ChangeFailure, Core};
@@ -12,6 +13,7 @@ use crate::events::{Draft, Kind, TableName};
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 use std::collections::HashMap;
 use std::sync::Arc;
+pub use transaction::MAX_TRANSACTION_TABLES;
 
 use bytes::Bytes;
 use iceberg::spec::{
