@@ -3,7 +3,7 @@ catalog and of the management API, browser requests of the web view (`ui-*.json`
 purge's scheduled event. Run from the repository root: python3 events/generate.py
 
 The events address org `demo` with the token `ema_events_example_token`, the namespace
-`events_ns` and the table `events_table`; the management events also expect the team
+`events_ns` and the table `events_table` (and the view `events_view`); the management events also expect the team
 `events_team`, the api client `events_client`, the bucket configuration `events_bucket`, the
 dropped (recoverable) namespace `events_dropped`, and
 the token's principal to be a service
@@ -70,6 +70,27 @@ ROUTES = [
      {"table-changes": [{"identifier": {"namespace": ["events_ns"], "name": "events_table"},
                          "requirements": [],
                          "updates": [{"action": "set-properties", "updates": {"owner": "events"}}]}]}),
+    ("create-view", "POST", "/v1/{prefix}/namespaces/{namespace}/views", {"namespace": "events_ns"}, {},
+     {"name": "created_view", "schema": {"type": "struct", "schema-id": 0, "fields": SCHEMA["fields"]},
+      "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1764547200000,
+                       "summary": {"engine-name": "events"}, "default-namespace": ["events_ns"],
+                       "representations": [{"type": "sql", "sql": "SELECT 1 AS id", "dialect": "spark"}]},
+      "properties": {}}),
+    ("load-view", "GET", "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+     {"namespace": "events_ns", "view": "events_view"}, {}, None),
+    ("view-exists", "HEAD", "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+     {"namespace": "events_ns", "view": "events_view"}, {}, None),
+    ("replace-view", "POST", "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+     {"namespace": "events_ns", "view": "events_view"}, {},
+     {"requirements": [], "updates": [{"action": "set-properties", "updates": {"owner": "events"}}]}),
+    ("drop-view", "DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+     {"namespace": "events_ns", "view": "events_view"}, {}, None),
+    ("rename-view", "POST", "/v1/{prefix}/views/rename", {}, {},
+     {"source": {"namespace": ["events_ns"], "name": "events_view"},
+      "destination": {"namespace": ["events_ns"], "name": "renamed_view"}}),
+    ("register-view", "POST", "/v1/{prefix}/namespaces/{namespace}/register-view", {"namespace": "events_ns"}, {},
+     {"name": "registered_view",
+      "metadata-location": "file:///events/legacy/view/metadata/00001-6b1f7e9a.metadata.json"}),
     ("unregister-table", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister",
      {"namespace": "events_ns", "table": "events_table"}, {}, None),
 ]

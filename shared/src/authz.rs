@@ -268,6 +268,7 @@ mod tests {
             description: None,
             metadata: Default::default(),
             table_count: 0,
+            view_count: 0,
             created_ms: 0,
             deleted_ms: None,
             purging: None,

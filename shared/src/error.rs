@@ -26,6 +26,8 @@ pub enum CatalogError {
     #[error("{0}")]
     NoSuchTable(String),
     #[error("{0}")]
+    NoSuchView(String),
+    #[error("{0}")]
     AlreadyExists(String),
     #[error("{0}")]
     NamespaceNotEmpty(String),

@@ -147,11 +147,13 @@ impl Function {
             // its own bucket reserves a prefix (listing, marker put) and removes the marker
             // when the table is not created. Load: the metadata get. Drop and rename: a row
             // delete with a put. Load and create vend credentials on request.
+            // A name given to a table or view holds the other kind's key absent (a check).
             Function::Tables => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
                 Store(StoreUse::Delete),
+                Store(StoreUse::Check),
                 Objects(ObjectUse::Get),
                 Objects(ObjectUse::Put),
                 Objects(ObjectUse::List),

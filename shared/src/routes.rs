@@ -61,6 +61,13 @@ pub enum Operation {
     RegisterTable,
     UnregisterTable,
     CommitTransaction,
+    CreateView,
+    LoadView,
+    ViewExists,
+    ReplaceView,
+    DropView,
+    RenameView,
+    RegisterView,
 }
 
 /// One served route; `path` is the spec's template, relative to the base path.
@@ -216,6 +223,48 @@ pub const ROUTES: &[Route] = &[
         Group::Commits,
         Operation::CommitTransaction,
     ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/views",
+        Group::Tables,
+        Operation::CreateView,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+        Group::Tables,
+        Operation::LoadView,
+    ),
+    route(
+        "HEAD",
+        "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+        Group::Tables,
+        Operation::ViewExists,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+        Group::Tables,
+        Operation::ReplaceView,
+    ),
+    route(
+        "DELETE",
+        "/v1/{prefix}/namespaces/{namespace}/views/{view}",
+        Group::Tables,
+        Operation::DropView,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/views/rename",
+        Group::Tables,
+        Operation::RenameView,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/register-view",
+        Group::Tables,
+        Operation::RegisterView,
+    ),
 ];
 
 /// Whether a concrete path (relative to the base path) fits a route template, segment by
@@ -270,12 +319,12 @@ mod tests {
     }
 
     #[test]
-    fn twenty_one_unique_routes_each_in_one_group() {
-        assert_eq!(ROUTES.len(), 21);
+    fn twenty_eight_unique_routes_each_in_one_group() {
+        assert_eq!(ROUTES.len(), 28);
         let endpoints: HashSet<String> = ROUTES.iter().map(Route::endpoint).collect();
-        assert_eq!(endpoints.len(), 21);
+        assert_eq!(endpoints.len(), 28);
         let ops: HashSet<Operation> = ROUTES.iter().map(|r| r.operation).collect();
-        assert_eq!(ops.len(), 21);
+        assert_eq!(ops.len(), 28);
         for group in Group::ALL {
             assert!(
                 ROUTES.iter().any(|r| r.group == group),

@@ -215,6 +215,27 @@ impl CommitTableResponse {
     }
 }
 
+/// LoadViewResult: the answer of createView, loadView, replaceView and registerView.
+#[derive(Debug, Clone)]
+pub struct LoadViewResult {
+    pub metadata_location: String,
+    /// The stored metadata file's bytes, verified against the view's row and spliced in.
+    pub metadata: bytes::Bytes,
+}
+
+impl LoadViewResult {
+    pub fn to_json(&self) -> Vec<u8> {
+        let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
+        let mut out = Vec::with_capacity(self.metadata.len() + location.len() + 52);
+        out.extend_from_slice(b"{\"metadata-location\":");
+        out.extend_from_slice(&location);
+        out.extend_from_slice(b",\"metadata\":");
+        out.extend_from_slice(&self.metadata);
+        out.extend_from_slice(b",\"config\":{}}");
+        out
+    }
+}
+
 /// RegisterTableRequest: an existing metadata file to bring under the catalog.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case")]

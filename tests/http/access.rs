@@ -345,6 +345,81 @@ async fn every_principal_every_target_every_route() {
                 )
                 .await,
             });
+            // Views, on a name no view holds: an allowed load, replace or drop is the 404.
+            let gone_view = format!("{}/views/gone_view", ns_path(ns));
+            for (route, method, body, needs) in [
+                ("loadView(missing)", Method::GET, None, Action::Read),
+                ("viewExists(missing)", Method::HEAD, None, Action::Read),
+                (
+                    "replaceView(missing)",
+                    Method::POST,
+                    Some(json!({"requirements": [], "updates": []})),
+                    Action::Write,
+                ),
+                ("dropView(missing)", Method::DELETE, None, Action::Write),
+            ] {
+                checks.push(Check {
+                    who,
+                    route,
+                    target: format!("{ns}.gone_view"),
+                    allowed: allowed(who, ns, Some("gone_view"), needs),
+                    answer: call(method, gone_view.clone(), body).await,
+                });
+            }
+            checks.push(Check {
+                who,
+                route: "listViews",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Read),
+                answer: call(Method::GET, format!("{}/views", ns_path(ns)), None).await,
+            });
+            unique += 1;
+            checks.push(Check {
+                who,
+                route: "createView",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("{}/views", ns_path(ns)),
+                    Some(json!({
+                        "name": format!("view_{unique}"),
+                        "schema": {"type": "struct", "schema-id": 0, "fields": [
+                            {"id": 1, "name": "id", "type": "long", "required": false}]},
+                        "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1,
+                            "summary": {}, "default-namespace": [ns], "representations": [
+                                {"type": "sql", "sql": "SELECT 1 AS id", "dialect": "spark"}]}
+                    })),
+                )
+                .await,
+            });
+            checks.push(Check {
+                who,
+                route: "renameView(missing)",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("/v1/{ORG}/views/rename"),
+                    Some(json!({
+                        "source": {"namespace": [ns], "name": "gone_view"},
+                        "destination": {"namespace": [ns], "name": "gone_view_2"}
+                    })),
+                )
+                .await,
+            });
+            checks.push(Check {
+                who,
+                route: "registerView(file outside the namespace)",
+                target: ns.into(),
+                allowed: allowed(who, ns, None, Action::Write),
+                answer: call(
+                    Method::POST,
+                    format!("{}/register-view", ns_path(ns)),
+                    Some(json!({"name": "registered_view", "metadata-location": "file:///elsewhere/v/metadata/v1.metadata.json"})),
+                )
+                .await,
+            });
             // A file in no storage of the org: an allowed registration is the 400.
             checks.push(Check {
                 who,

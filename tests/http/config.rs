@@ -19,7 +19,7 @@ async fn config_resolves_the_org_and_advertises_exactly_the_routes() {
         .iter()
         .map(|e| e.as_str().unwrap())
         .collect();
-    assert_eq!(endpoints.len(), 21);
+    assert_eq!(endpoints.len(), floe::routes::ROUTES.len());
     for route in ROUTES {
         assert!(
             endpoints.contains(&route.endpoint().as_str()),

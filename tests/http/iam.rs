@@ -679,6 +679,58 @@ async fn every_function_uses_exactly_what_it_declares() {
     .await
     .assert_ok(200);
 
+    // Views: create, load, exists, replace, rename, drop, and a registration of a file that is
+    // not there (its read is what the route does with storage).
+    let views = format!("{namespaces}/ns/views");
+    let view = json!({
+        "name": "v",
+        "schema": {"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "type": "long", "required": false}]},
+        "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {},
+            "default-namespace": ["ns"],
+            "representations": [{"type": "sql", "sql": "SELECT 1 AS id", "dialect": "spark"}]}
+    });
+    let created = call(d, Method::POST, &views, Some(view)).await;
+    let view_location = created.assert_ok(200)["metadata"]["location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    call(d, Method::GET, &format!("{views}/v"), None)
+        .await
+        .assert_ok(200);
+    call(d, Method::HEAD, &format!("{views}/v"), None).await;
+    let replace = json!({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"k": "v"}}]});
+    call(d, Method::POST, &format!("{views}/v"), Some(replace))
+        .await
+        .assert_ok(200);
+    let rename = json!({
+        "source": {"namespace": ["ns"], "name": "v"},
+        "destination": {"namespace": ["ns"], "name": "v2"}
+    });
+    call(
+        d,
+        Method::POST,
+        &format!("/v1/{ORG}/views/rename"),
+        Some(rename),
+    )
+    .await
+    .assert_ok(204);
+    call(d, Method::DELETE, &format!("{views}/v2"), None)
+        .await
+        .assert_ok(204);
+    let root = view_location.rsplit_once('/').unwrap().0;
+    let register = json!({"name": "r",
+        "metadata-location": format!("{root}/fresh-view/metadata/00001-x.metadata.json")});
+    call(
+        d,
+        Method::POST,
+        &format!("{namespaces}/ns/register-view"),
+        Some(register),
+    )
+    .await
+    .assert_error(400, "BadRequestException");
+
     // Credentials.
     call(d, Method::GET, &format!("{tables}/t2/credentials"), None)
         .await

@@ -24,3 +24,4 @@ mod signing;
 mod tables;
 mod transactions;
 mod ui;
+mod views;

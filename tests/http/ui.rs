@@ -506,3 +506,35 @@ async fn a_ten_thousand_snapshot_history_renders_one_page_at_a_time() {
         StatusCode::BAD_REQUEST
     );
 }
+
+/// A namespace's page lists the views the principal may read with their current SQL per
+/// dialect, escaped as everything a client wrote is.
+#[tokio::test]
+async fn a_namespace_page_lists_its_views_and_their_sql() {
+    let c = TestCatalog::new().await;
+    let router = ui(&c, Default::default());
+    c.create_namespace("vpage").await;
+    let view = json!({
+        "name": "daily",
+        "schema": {"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "type": "long", "required": false}]},
+        "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1, "summary": {},
+            "default-namespace": ["vpage"], "representations": [
+                {"type": "sql", "sql": "SELECT '<script>x</script>' AS id", "dialect": "trino"}]}
+    });
+    c.post(&format!("/v1/{ORG}/namespaces/vpage/views"), view)
+        .await
+        .assert_ok(200);
+    let cookie = sign_in(&router, ADMIN_TOKEN).await;
+    let page = get(
+        &router,
+        &format!("/ui/orgs/{ORG}/namespaces/vpage"),
+        &cookie,
+    )
+    .await;
+    let html = ok(&page);
+    assert!(html.contains("<dt>daily</dt>"), "{html}");
+    assert!(html.contains(">trino<"), "{html}");
+    assert!(html.contains("&#60;script&#62;x"), "{html}");
+    assert!(!html.contains("<script>x"), "{html}");
+}

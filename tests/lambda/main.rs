@@ -25,7 +25,7 @@ fn events_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")
 }
 
-/// Org `demo` with `events_ns` (holding `events_table`), an empty `events_empty` and a dropped
+/// Org `demo` with `events_ns` (holding `events_table` and the view `events_view`), an empty `events_empty` and a dropped
 /// `events_dropped`; for the
 /// management events also the team `events_team`, the api client `events_client`, and the
 /// token's principal a service administrator; for the web view's events a session of the token's
@@ -83,6 +83,14 @@ async fn provisioned(dir: &Path) -> Arc<Catalog> {
         (
             "/iceberg/v1/demo/namespaces/events_ns/tables",
             json!({"name": "events_table", "schema": {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": true}]}}),
+        ),
+        (
+            "/iceberg/v1/demo/namespaces/events_ns/views",
+            json!({"name": "events_view",
+                "schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": true}]},
+                "view-version": {"version-id": 1, "schema-id": 0, "timestamp-ms": 1_764_547_200_000_u64,
+                    "summary": {}, "default-namespace": ["events_ns"],
+                    "representations": [{"type": "sql", "sql": "SELECT 1 AS id", "dialect": "spark"}]}}),
         ),
         (
             "/iceberg/v1/demo/namespaces",
@@ -189,6 +197,9 @@ fn expected_status(file: &str) -> u16 {
         | "drop-table.json"
         | "rename-table.json"
         | "commit-transaction.json"
+        | "view-exists.json"
+        | "drop-view.json"
+        | "rename-view.json"
         | "report-metrics.json" => 204,
         "create-org.json"
         | "create-api-client.json"
@@ -207,7 +218,7 @@ fn expected_status(file: &str) -> u16 {
         // nothing to sign (what the route signs: tests/http/signing.rs).
         "sign-request.json" => 400,
         // The file it names lies in no storage of the org (what registers: tests/http/register.rs).
-        "register-table.json" => 400,
+        "register-table.json" | "register-view.json" => 400,
         // Signing in and out answer with a redirect to the web view's first page.
         "ui-sign-in.json" | "ui-sign-out.json" => 303,
         // A page without a session is the sign-in page, as a 401.

@@ -28,6 +28,15 @@ pub fn metadata_file_location(table_location: &str, version: u64) -> String {
     )
 }
 
+/// The number in a metadata file's name (`00012-<uuid>.metadata.json`, or Hadoop's
+/// `v12.metadata.json`), 0 when it has none: the next commit writes the number after it.
+pub fn version_in_name(file: &str) -> u64 {
+    let name = file.rsplit('/').next().unwrap_or_default();
+    let digits = name.strip_prefix('v').unwrap_or(name);
+    let number: String = digits.chars().take_while(char::is_ascii_digit).collect();
+    number.parse().unwrap_or(0)
+}
+
 /// Default bound of each half of the metadata cache (stored documents, parsed documents): the
 /// two together stay under 100 MB of a 256 MB function.
 pub const DEFAULT_CACHE_BYTES: u64 = 48 * 1024 * 1024;

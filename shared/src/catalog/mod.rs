@@ -17,6 +17,7 @@ pub mod parity;
 pub mod sessions;
 pub mod storage;
 pub mod tables;
+pub mod views;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub use sessions::SessionService;
 pub use tables::{
     AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY, MAX_TRANSACTION_TABLES, TableRequestOptions, TableService,
 };
+pub use views::ViewService;
 
 pub use crate::cache::DEFAULT_TTL as DEFAULT_AUTH_CACHE_TTL;
 pub use crate::core::changes::DEFAULT_EVENT_RETENTION;
@@ -50,6 +52,7 @@ use metadata::{MetadataCache, TableRef};
 pub struct Catalog {
     pub core: Arc<Core>,
     pub tables: TableService,
+    pub views: ViewService,
     pub namespaces: NamespaceService,
     pub access: AccessService,
     pub buckets: BucketService,
@@ -67,6 +70,7 @@ impl Catalog {
         let metadata = Arc::new(MetadataCache::new(metadata::DEFAULT_CACHE_BYTES));
         Self {
             tables: TableService::new(core.clone(), metadata.clone()),
+            views: ViewService::new(core.clone()),
             namespaces: NamespaceService::new(core.clone()),
             access: AccessService::new(core.clone()),
             buckets: BucketService::new(core.clone()),

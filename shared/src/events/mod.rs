@@ -44,6 +44,16 @@ pub enum Kind {
     TableRegistered,
     #[serde(rename = "io.floe.table.unregistered")]
     TableUnregistered,
+    #[serde(rename = "io.floe.view.created")]
+    ViewCreated,
+    #[serde(rename = "io.floe.view.replaced")]
+    ViewReplaced,
+    #[serde(rename = "io.floe.view.renamed")]
+    ViewRenamed,
+    #[serde(rename = "io.floe.view.dropped")]
+    ViewDropped,
+    #[serde(rename = "io.floe.view.registered")]
+    ViewRegistered,
     #[serde(rename = "io.floe.namespace.created")]
     NamespaceCreated,
     #[serde(rename = "io.floe.namespace.properties-updated")]
@@ -70,6 +80,11 @@ impl Kind {
             Kind::TableDropped => "io.floe.table.dropped",
             Kind::TableRegistered => "io.floe.table.registered",
             Kind::TableUnregistered => "io.floe.table.unregistered",
+            Kind::ViewCreated => "io.floe.view.created",
+            Kind::ViewReplaced => "io.floe.view.replaced",
+            Kind::ViewRenamed => "io.floe.view.renamed",
+            Kind::ViewDropped => "io.floe.view.dropped",
+            Kind::ViewRegistered => "io.floe.view.registered",
             Kind::NamespaceCreated => "io.floe.namespace.created",
             Kind::NamespacePropertiesUpdated => "io.floe.namespace.properties-updated",
             Kind::NamespaceDropped => "io.floe.namespace.dropped",
@@ -124,6 +139,11 @@ pub struct EventData {
     pub table: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_uuid: Option<String>,
+    /// The view a `io.floe.view.*` event is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_uuid: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_metadata_location: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -233,6 +253,8 @@ impl Draft {
                 namespace_uuid: namespace_id.to_owned(),
                 table: None,
                 table_uuid: None,
+                view: None,
+                view_uuid: None,
                 previous_metadata_location: None,
                 metadata_location: None,
                 principal: by.into(),
@@ -255,6 +277,13 @@ impl Draft {
         self
     }
 
+    /// Names the view the event is about.
+    pub fn view(mut self, name: &str, uuid: &str) -> Self {
+        self.data.view = Some(name.to_owned());
+        self.data.view_uuid = Some(uuid.to_owned());
+        self
+    }
+
     /// The metadata pointer's move.
     pub fn metadata(mut self, previous: Option<&str>, current: Option<&str>) -> Self {
         self.data.previous_metadata_location = previous.map(str::to_owned);
@@ -267,9 +296,10 @@ impl Draft {
         let mut data = self.data;
         data.sequence = sequence;
         fit(&mut data, MAX_EVENT_BYTES);
-        let subject = match &data.table {
-            Some(table) => format!("namespaces/{}/tables/{table}", data.namespace),
-            None => format!("namespaces/{}", data.namespace),
+        let subject = match (&data.table, &data.view) {
+            (Some(table), _) => format!("namespaces/{}/tables/{table}", data.namespace),
+            (None, Some(view)) => format!("namespaces/{}/views/{view}", data.namespace),
+            (None, None) => format!("namespaces/{}", data.namespace),
         };
         ChangeEvent {
             specversion: SPEC_VERSION.to_owned(),
@@ -405,6 +435,11 @@ mod tests {
             Kind::TableDropped,
             Kind::TableRegistered,
             Kind::TableUnregistered,
+            Kind::ViewCreated,
+            Kind::ViewReplaced,
+            Kind::ViewRenamed,
+            Kind::ViewDropped,
+            Kind::ViewRegistered,
             Kind::NamespaceCreated,
             Kind::NamespacePropertiesUpdated,
             Kind::NamespaceDropped,

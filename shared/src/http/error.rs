@@ -29,7 +29,8 @@ impl CatalogError {
             CatalogError::Forbidden(_) | CatalogError::IcebergDisabled(_) => StatusCode::FORBIDDEN,
             CatalogError::NotFound(_)
             | CatalogError::NoSuchNamespace(_)
-            | CatalogError::NoSuchTable(_) => StatusCode::NOT_FOUND,
+            | CatalogError::NoSuchTable(_)
+            | CatalogError::NoSuchView(_) => StatusCode::NOT_FOUND,
             CatalogError::AlreadyExists(_)
             | CatalogError::NamespaceNotEmpty(_)
             | CatalogError::CommitFailed(_) => StatusCode::CONFLICT,
@@ -57,6 +58,7 @@ impl CatalogError {
             CatalogError::NotFound(_) => "NotFoundException",
             CatalogError::NoSuchNamespace(_) => "NoSuchNamespaceException",
             CatalogError::NoSuchTable(_) => "NoSuchTableException",
+            CatalogError::NoSuchView(_) => "NoSuchViewException",
             CatalogError::AlreadyExists(_) => "AlreadyExistsException",
             CatalogError::NamespaceNotEmpty(_) => "NamespaceNotEmptyException",
             CatalogError::CommitFailed(_) => "CommitFailedException",

@@ -91,6 +91,19 @@ impl Params {
         names::single_level(&levels).map(str::to_owned)
     }
 
+    /// Namespace and view of a view route (a nested namespace is 404 NoSuchViewException).
+    pub fn view(&self) -> Result<(String, String), CatalogError> {
+        let view = self.get("view")?.to_owned();
+        let levels = names::split_levels(self.get("namespace")?);
+        match names::single_level(&levels) {
+            Ok(ns) => Ok((ns.to_owned(), view)),
+            Err(_) => Err(CatalogError::NoSuchView(format!(
+                "View does not exist: {}.{view}",
+                levels.join(".")
+            ))),
+        }
+    }
+
     /// Namespace and table of a table route. A nested table identifier is 404
     /// NoSuchTableException, so engines probing table-shaped identifiers fall back correctly.
     pub fn table(&self) -> Result<(String, String), CatalogError> {

@@ -224,11 +224,101 @@ pub async fn list_views(
     let page = page(&q)?;
     Ok(Json(
         s.catalog
-            .tables
+            .views
             .list_views(&ctx, &params.namespace()?, &page)
             .await?,
     )
     .into_response())
+}
+
+pub async fn create_view(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+    JsonBody(body): JsonBody<Value>,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?;
+    let created = s
+        .catalog
+        .views
+        .create_view(&ctx, &params.namespace()?, body)
+        .await?;
+    Ok(json_bytes(created.to_json()))
+}
+
+pub async fn load_view(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?;
+    let (ns, view) = params.view()?;
+    let loaded = s.catalog.views.load_view(&ctx, &ns, &view).await?;
+    Ok(json_bytes(loaded.to_json()))
+}
+
+pub async fn view_exists(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    params: Params,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?;
+    let (ns, view) = params.view()?;
+    s.catalog.views.view_exists(&ctx, &ns, &view).await?;
+    Ok(no_content())
+}
+
+pub async fn replace_view(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+    JsonBody(body): JsonBody<Value>,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let (ns, view) = params.view()?;
+    let replaced = s.catalog.views.replace_view(&ctx, &ns, &view, body).await?;
+    Ok(json_bytes(replaced.to_json()))
+}
+
+pub async fn drop_view(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let (ns, view) = params.view()?;
+    s.catalog.views.drop_view(&ctx, &ns, &view).await?;
+    Ok(no_content())
+}
+
+pub async fn rename_view(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+    JsonBody(body): JsonBody<RenameTableRequest>,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    s.catalog.views.rename_view(&ctx, body).await?;
+    Ok(no_content())
+}
+
+pub async fn register_view(
+    State(s): State<AppState>,
+    Authenticated(p): Authenticated,
+    KeyHeld(key): KeyHeld,
+    params: Params,
+    JsonBody(body): JsonBody<Value>,
+) -> Answer {
+    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let registered = s
+        .catalog
+        .views
+        .register_view(&ctx, &params.namespace()?, body)
+        .await?;
+    Ok(json_bytes(registered.to_json()))
 }
 
 pub async fn create_table(
@@ -425,8 +515,6 @@ pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
         );
     }
     let unsupported = [
-        "/register",
-        "/views/",
         "/plan",
         "/tasks",
         // The legacy catalog-wide signer (`/v1/aws/s3/sign`); tables sign at their own route.

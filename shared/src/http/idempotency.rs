@@ -40,6 +40,10 @@ fn takes_key(operation: Operation) -> bool {
             | Operation::RegisterTable
             | Operation::UnregisterTable
             | Operation::CommitTransaction
+            | Operation::ReplaceView
+            | Operation::DropView
+            | Operation::RenameView
+            | Operation::RegisterView
     )
 }
 
@@ -150,6 +154,8 @@ async fn finish(
                 | Operation::CommitTable
                 | Operation::RegisterTable
                 | Operation::UnregisterTable
+                | Operation::ReplaceView
+                | Operation::RegisterView
         )
     {
         state
@@ -193,16 +199,21 @@ async fn authorized_replay(
     let params = Params::from_request_parts(parts, state).await?;
     let ctx = in_org(state, principal, &params).await?;
     let namespace = params.namespace();
-    let table = params.table();
+    let table = match operation {
+        Operation::ReplaceView | Operation::DropView => params.view(),
+        _ => params.table(),
+    };
     let source = match operation {
         // A body the request could not be parsed from was answered 400 without acting.
-        Operation::RenameTable => serde_json::from_slice::<crate::types::RenameTableRequest>(body)
-            .ok()
-            .and_then(|r| {
-                crate::catalog::names::single_level(&r.source.namespace)
-                    .ok()
-                    .map(str::to_owned)
-            }),
+        Operation::RenameTable | Operation::RenameView => {
+            serde_json::from_slice::<crate::types::RenameTableRequest>(body)
+                .ok()
+                .and_then(|r| {
+                    crate::catalog::names::single_level(&r.source.namespace)
+                        .ok()
+                        .map(str::to_owned)
+                })
+        }
         _ => None,
     };
     let about = match operation {
@@ -210,9 +221,16 @@ async fn authorized_replay(
         Operation::DropNamespace
         | Operation::UpdateNamespaceProperties
         | Operation::CreateTable
-        | Operation::RegisterTable => namespace.as_deref().ok().map(Replayed::Namespace),
-        Operation::RenameTable => source.as_deref().map(Replayed::Namespace),
-        Operation::CommitTable | Operation::DropTable | Operation::UnregisterTable => table
+        | Operation::RegisterTable
+        | Operation::RegisterView => namespace.as_deref().ok().map(Replayed::Namespace),
+        Operation::RenameTable | Operation::RenameView => {
+            source.as_deref().map(Replayed::Namespace)
+        }
+        Operation::CommitTable
+        | Operation::DropTable
+        | Operation::UnregisterTable
+        | Operation::ReplaceView
+        | Operation::DropView => table
             .as_ref()
             .ok()
             .map(|(namespace, table)| Replayed::Table { namespace, table }),
@@ -326,6 +344,18 @@ async fn rebuild(
         Operation::UnregisterTable => Err(CatalogError::Internal(
             "The first request with this key left no answer to repeat; retry with a new key".into(),
         )),
+        Operation::ReplaceView => {
+            let (namespace, view) = params.view()?;
+            let answer = catalog.views.replay_replace(ctx, &namespace, &view).await?;
+            Ok(super::handlers::json_bytes(answer.to_json()))
+        }
+        Operation::RegisterView => {
+            let answer = catalog
+                .views
+                .replay_register(ctx, &params.namespace()?, body)
+                .await?;
+            Ok(super::handlers::json_bytes(answer.to_json()))
+        }
         Operation::CommitTable => {
             let (namespace, table) = params.table()?;
             let answer = catalog
@@ -359,6 +389,6 @@ mod tests {
         for route in ROUTES.iter().filter(|r| takes_key(r.operation)) {
             assert!(matches!(route.method, "POST" | "DELETE"), "{route:?}");
         }
-        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 10);
+        assert_eq!(ROUTES.iter().filter(|r| takes_key(r.operation)).count(), 14);
     }
 }

@@ -56,6 +56,13 @@ fn method_router(operation: Operation) -> MethodRouter<AppState> {
         Operation::RegisterTable => post(register_table),
         Operation::UnregisterTable => post(unregister_table),
         Operation::CommitTransaction => post(commit_transaction),
+        Operation::CreateView => post(create_view),
+        Operation::LoadView => get(load_view),
+        Operation::ViewExists => head(view_exists),
+        Operation::ReplaceView => post(replace_view),
+        Operation::DropView => delete(drop_view),
+        Operation::RenameView => post(rename_view),
+        Operation::RegisterView => post(register_view),
     }
 }
 

@@ -45,6 +45,9 @@ pub struct NamespaceRow {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// Live tables; a namespace can only be dropped at zero.
     pub table_count: u64,
+    /// Live views; a namespace can only be dropped at zero.
+    #[serde(default, skip_serializing_if = "is_no_view")]
+    pub view_count: u64,
     pub created_ms: u64,
     /// Set while soft-deleted: the name and prefix stay claimed until the purge.
     #[serde(default)]
@@ -70,6 +73,10 @@ pub struct NamespaceRow {
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_no_view(n: &u64) -> bool {
     *n == 0
 }
 
@@ -107,6 +114,28 @@ pub struct TableRow {
     pub metadata_sha256: Option<String>,
     #[serde(default)]
     pub storage_override: Option<TableStorage>,
+    pub created_ms: u64,
+}
+
+/// A view: its identity, its directory and its current metadata file, as a table row records
+/// them (views have no storage overrides).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ViewRow {
+    /// The view uuid.
+    pub id: String,
+    pub namespace_id: String,
+    pub name: String,
+    /// The directory the view owns (claimed like a table's); its metadata files go there.
+    pub directory: String,
+    /// Bucket configuration of the directory (the namespace's).
+    pub bucket: String,
+    /// The metadata's `location`.
+    pub location: String,
+    pub metadata_location: String,
+    /// Number of the current metadata file (`NNNNN-` in its name).
+    pub metadata_version: u64,
+    /// SHA-256 (hex) of the current metadata file.
+    pub metadata_sha256: String,
     pub created_ms: u64,
 }
 

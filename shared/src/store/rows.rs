@@ -176,6 +176,11 @@ pub mod keys {
         Key::new(format!("NS#{namespace_id}"), format!("TABLE#{name}"))
     }
     pub const TABLE_PREFIX: &str = "TABLE#";
+    /// A view, beside the tables of its namespace: a name is a table's or a view's, never both.
+    pub fn view(namespace_id: &str, name: &str) -> Key {
+        Key::new(format!("NS#{namespace_id}"), format!("{VIEW_PREFIX}{name}"))
+    }
+    pub const VIEW_PREFIX: &str = "VIEW#";
     /// Claim of a table directory (its last path segment) inside a namespace.
     pub fn directory_claim(namespace_id: &str, segment: &str) -> Key {
         Key::new(format!("NS#{namespace_id}"), format!("DIR#{segment}"))

@@ -72,6 +72,13 @@ pub struct NamespacePage {
     pub crumbs: Vec<Crumb>,
     pub namespace: String,
     pub tables: Vec<TableEntry>,
+    pub views: Vec<ViewEntry>,
+}
+
+/// A view the caller may read, with its current version's SQL per dialect.
+pub struct ViewEntry {
+    pub name: String,
+    pub representations: Vec<(String, String)>,
 }
 
 pub struct FieldRow {

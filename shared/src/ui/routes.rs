@@ -279,6 +279,23 @@ async fn namespace_page(State(s): State<UiState>, signed_in: SignedIn, params: P
             name: t.name,
         })
         .collect();
+    let listed = s
+        .catalog
+        .views
+        .list_views(&ctx, namespace, &PageRequest::default())
+        .await?;
+    let mut views = Vec::with_capacity(listed.identifiers.len());
+    for view in listed.identifiers {
+        let loaded = s
+            .catalog
+            .views
+            .load_view(&ctx, namespace, &view.name)
+            .await?;
+        views.push(ViewEntry {
+            representations: current_sql(&loaded.metadata),
+            name: view.name,
+        });
+    }
     Ok(html(
         StatusCode::OK,
         &NamespacePage {
@@ -289,8 +306,30 @@ async fn namespace_page(State(s): State<UiState>, signed_in: SignedIn, params: P
             ],
             namespace: namespace.to_owned(),
             tables,
+            views,
         },
     ))
+}
+
+/// `(dialect, sql)` of each representation of a view's current version.
+fn current_sql(metadata: &[u8]) -> Vec<(String, String)> {
+    let Ok(document) = serde_json::from_slice::<serde_json::Value>(metadata) else {
+        return vec![];
+    };
+    let current = document["current-version-id"].as_i64();
+    document["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["version-id"].as_i64() == current)
+        .flat_map(|v| v["representations"].as_array().cloned().unwrap_or_default())
+        .map(|r| {
+            (
+                r["dialect"].as_str().unwrap_or_default().to_owned(),
+                r["sql"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
 }
 
 fn page_number(query: &HashMap<String, String>) -> Result<usize, UiError> {

@@ -15,7 +15,7 @@ use super::purge::{self, RECOVERY_PERIOD};
 use super::{already_exists, being_purged, busy};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, no_such_namespace};
-use crate::error::{CatalogError, Result};
+use crate::error::Result;
 use crate::model::{BucketRow, NamespaceRow, Visibility};
 use crate::store::rows::{self, PublicNamespaceRow, PurgeProgressRow, Versioned, keys};
 use crate::store::{Condition, Write};
@@ -226,12 +226,7 @@ impl NamespaceService {
             if ns.row.purging.is_some() {
                 return Err(being_purged(name));
             }
-            if ns.row.table_count > 0 {
-                return Err(CatalogError::NamespaceNotEmpty(format!(
-                    "Namespace is not empty: {name} contains {} table(s)",
-                    ns.row.table_count
-                )));
-            }
+            super::refuse_if_holding(&ns.row)?;
             let bucket =
                 rows::get::<BucketRow>(&*self.core.store, &keys::bucket(org, &ns.row.bucket))
                     .await?

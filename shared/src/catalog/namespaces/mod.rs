@@ -159,6 +159,7 @@ impl NamespaceService {
             description: None,
             metadata: Default::default(),
             table_count: 0,
+            view_count: 0,
             created_ms: now,
             deleted_ms: None,
             purging: None,
@@ -337,12 +338,7 @@ impl NamespaceService {
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.core.lookups.live_namespace(ctx, name).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), action)?;
-            if ns.row.table_count > 0 {
-                return Err(CatalogError::NamespaceNotEmpty(format!(
-                    "Namespace is not empty: {name} contains {} table(s)",
-                    ns.row.table_count
-                )));
-            }
+            refuse_if_holding(&ns.row)?;
             let mut row = ns.row.clone();
             let deleted_ms = self.core.clock.now_ms();
             row.deleted_ms = Some(deleted_ms);
@@ -487,4 +483,19 @@ pub(super) fn being_purged(name: &str) -> CatalogError {
 
 pub(super) fn busy() -> CatalogError {
     CatalogError::Internal("The namespace is changing too fast; retry the request".into())
+}
+
+/// A namespace holding tables or views cannot be dropped or removed (409).
+pub(super) fn refuse_if_holding(ns: &NamespaceRow) -> Result<()> {
+    match (ns.table_count, ns.view_count) {
+        (0, 0) => Ok(()),
+        (tables, 0) => Err(CatalogError::NamespaceNotEmpty(format!(
+            "Namespace is not empty: {} contains {tables} table(s)",
+            ns.name
+        ))),
+        (tables, views) => Err(CatalogError::NamespaceNotEmpty(format!(
+            "Namespace is not empty: {} contains {tables} table(s) and {views} view(s)",
+            ns.name
+        ))),
+    }
 }

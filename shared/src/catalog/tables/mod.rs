@@ -2,7 +2,7 @@
 //! transaction), drop, unregister, rename, metrics, views.
 
 mod commit;
-mod placement;
+pub(crate) mod placement;
 mod register;
 mod signing;
 mod transaction;
@@ -62,6 +62,8 @@ enum NewTablePart {
     Namespace,
     /// The table's name, not yet taken.
     Name,
+    /// No view holds the name.
+    NotAView,
     /// The table's directory, claimed by no other table of the namespace.
     Directory,
     /// An override's storage prefix, claimed by nothing else in its bucket.
@@ -75,6 +77,8 @@ enum RenamePart {
     Source,
     /// The destination name, not yet taken.
     Destination,
+    /// No view holds the destination name.
+    NotAView,
     /// The grants carried to the destination name.
     Grants,
 }
@@ -337,7 +341,8 @@ impl TableService {
                     Condition::NotExists,
                     None,
                 ),
-            );
+            )
+            .with(NewTablePart::NotAView, no_view_named(&ns.row.id, name));
         if let Some(segment) = &placement.claim {
             let claim = DirectoryClaimRow {
                 directory: placement.directory.clone(),
@@ -395,6 +400,9 @@ impl TableService {
             }
             Err(ChangeFailure::Refused(NewTablePart::Name)) => {
                 Err(table_exists(&ns.row.name, name).into())
+            }
+            Err(ChangeFailure::Refused(NewTablePart::NotAView)) => {
+                Err(view_holds_name(&ns.row.name, name).into())
             }
             Err(ChangeFailure::Refused(NewTablePart::Directory)) => {
                 Err(CatalogError::BadRequest(format!(
@@ -623,6 +631,10 @@ impl TableService {
                     Condition::NotExists,
                     None,
                 ),
+            )
+            .with(
+                RenamePart::NotAView,
+                no_view_named(&ns.row.id, &request.destination.name),
             );
         let carried = crate::catalog::access::AccessService::carry_grants(
             &*self.core.store,
@@ -667,6 +679,9 @@ impl TableService {
             }
             Err(ChangeFailure::Refused(RenamePart::Destination | RenamePart::Grants)) => {
                 Err(table_exists(source_ns, &request.destination.name))
+            }
+            Err(ChangeFailure::Refused(RenamePart::NotAView)) => {
+                Err(view_holds_name(source_ns, &request.destination.name))
             }
             // A concurrent change or the store's failure: the store's 500.
             Err(failure) => Err(failure.into()),
@@ -865,6 +880,21 @@ pub(super) fn format_v3_unsupported() -> CatalogError {
     CatalogError::BadRequest(
         "Format-version 3 tables are not supported yet: the catalog cannot produce fully valid v3 metadata".into(),
     )
+}
+
+/// The check that keeps a name a table is given free of views (in the same write).
+pub(super) fn no_view_named(namespace_id: &str, name: &str) -> Write {
+    Write::Check {
+        key: keys::view(namespace_id, name),
+        condition: Condition::NotExists,
+    }
+}
+
+/// A name a view holds, asked for a table (Java's wording).
+pub(super) fn view_holds_name(namespace: &str, name: &str) -> CatalogError {
+    CatalogError::AlreadyExists(format!(
+        "View with same name already exists: {namespace}.{name}"
+    ))
 }
 
 fn table_exists(namespace: &str, table: &str) -> CatalogError {

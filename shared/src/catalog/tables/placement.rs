@@ -235,6 +235,15 @@ pub fn check_paths(
     Ok(())
 }
 
+/// A location that must lie inside `directory` (a view's `location`, say).
+pub fn check_location(location: &str, directory: &str) -> Result<()> {
+    if is_clean_location(location) && storage::is_within(location, directory) {
+        Ok(())
+    } else {
+        Err(outside(location))
+    }
+}
+
 /// No empty, `.` or `..` segments after the scheme, no backslashes or control characters.
 pub(super) fn is_clean_location(location: &str) -> bool {
     let Some((_, rest)) = location.split_once("://") else {

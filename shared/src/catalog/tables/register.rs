@@ -43,6 +43,7 @@ const MAX_LISTED_OBJECTS: usize = 100_000;
 enum RegisterPart {
     Namespace,
     Name,
+    NotAView,
     Directory,
     OverridePrefix,
 }
@@ -114,7 +115,7 @@ impl TableService {
                 bucket: Some(site.bucket.nickname.clone()),
                 location: metadata.location().trim_end_matches('/').to_owned(),
                 metadata_location: file.clone(),
-                metadata_version: file_version(&file),
+                metadata_version: crate::catalog::metadata::version_in_name(&file),
                 metadata_sha256: Some(sha256.clone()),
                 storage_override: match &site.claim {
                     SiteClaim::Prefix(prefix) => Some(TableStorage {
@@ -181,6 +182,9 @@ impl TableService {
                 }
                 // The table was committed, dropped or created meanwhile: read it again.
                 Err(ChangeFailure::Refused(RegisterPart::Name)) => continue,
+                Err(ChangeFailure::Refused(RegisterPart::NotAView)) => {
+                    return Err(super::view_holds_name(namespace, &request.name));
+                }
                 Err(ChangeFailure::Refused(
                     RegisterPart::Directory | RegisterPart::OverridePrefix,
                 )) => return Err(directory_taken(&site.directory)),
@@ -463,6 +467,10 @@ impl TableService {
                     name_condition,
                     existing.map(|e| e.version),
                 ),
+            )
+            .with(
+                RegisterPart::NotAView,
+                super::no_view_named(&ns.row.id, &row.name),
             );
         let replaced = existing.map(|e| &e.row);
         match &site.claim {
@@ -615,15 +623,6 @@ fn parse_metadata(raw: &[u8]) -> Result<TableMetadata> {
     Ok(metadata)
 }
 
-/// The number in a metadata file's name (`00012-<uuid>.metadata.json`, or Hadoop's
-/// `v12.metadata.json`), 0 when it has none: the next commit writes the number after it.
-fn file_version(file: &str) -> u64 {
-    let name = file.rsplit('/').next().unwrap_or_default();
-    let digits = name.strip_prefix('v').unwrap_or(name);
-    let number: String = digits.chars().take_while(char::is_ascii_digit).collect();
-    number.parse().unwrap_or(0)
-}
-
 fn directory_taken(directory: &str) -> CatalogError {
     CatalogError::BadRequest(format!(
         "Directory '{directory}' belongs to another table or namespace: a registered table needs a directory of its own"
@@ -650,8 +649,15 @@ mod tests {
 
     #[test]
     fn versions_come_from_the_file_name() {
-        assert_eq!(file_version("s3://b/t/metadata/00012-x.metadata.json"), 12);
-        assert_eq!(file_version("s3://b/t/metadata/v7.metadata.json"), 7);
-        assert_eq!(file_version("s3://b/t/metadata/current.metadata.json"), 0);
+        use crate::catalog::metadata::version_in_name;
+        assert_eq!(
+            version_in_name("s3://b/t/metadata/00012-x.metadata.json"),
+            12
+        );
+        assert_eq!(version_in_name("s3://b/t/metadata/v7.metadata.json"), 7);
+        assert_eq!(
+            version_in_name("s3://b/t/metadata/current.metadata.json"),
+            0
+        );
     }
 }
