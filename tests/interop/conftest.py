@@ -22,6 +22,11 @@ import uuid
 import pytest
 
 WAREHOUSE = "demo"
+# moto applies one request at a time (tests/support/moto_server.py), so under concurrent clients
+# on a loaded machine a request can wait behind others longer than the AWS SDK's 3-second
+# default, which PyArrow's S3 filesystem then reports as "Operation too slow". Test clients wait
+# as long as a slow real network might make them.
+CLIENT_S3_TIMEOUTS = {"s3.connect-timeout": "60", "s3.request-timeout": "60"}
 REGION = "us-east-1"
 VENDING_ROLE = "arn:aws:iam::123456789012:role/floe-vending"
 # Where the web view links a snapshot's `arraylake.source.repo` (test_ui.py checks the link).
@@ -76,7 +81,8 @@ class Floe:
         """A PyIceberg catalog configured with uri, warehouse and token only."""
         from pyiceberg.catalog import load_catalog
 
-        return load_catalog(name, type="rest", uri=self.uri, warehouse=self.warehouse, token=self.token)
+        return load_catalog(name, type="rest", uri=self.uri, warehouse=self.warehouse, token=self.token,
+                            **CLIENT_S3_TIMEOUTS)
 
 
 def start_moto(log_path: str) -> tuple[subprocess.Popen, str]:

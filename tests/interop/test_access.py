@@ -13,6 +13,8 @@ from pyiceberg.exceptions import ForbiddenError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
+from conftest import CLIENT_S3_TIMEOUTS
+
 from test_duckdb import _connect
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
@@ -31,7 +33,8 @@ def _api(floe, method: str, path: str, token: str, body=None):
 
 
 def _catalog(floe, token: str, name: str):
-    return load_catalog(name, type="rest", uri=floe.uri, warehouse=floe.warehouse, token=token)
+    return load_catalog(name, type="rest", uri=floe.uri, warehouse=floe.warehouse, token=token,
+                        **CLIENT_S3_TIMEOUTS)
 
 
 def _table_with_rows(floe, ns: str, name: str):

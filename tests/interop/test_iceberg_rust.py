@@ -41,12 +41,14 @@ def _client_binary() -> str:
     return binary
 
 
-def _run_client(floe, namespace: str, table: str) -> dict:
+def _run_client(floe, namespace: str, table: str, mode: str | None = None) -> dict:
     binary = _client_binary()
     # No AWS_* variables: the client has only the credentials that Floe vends.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "AWS_"))}
     env.update(FLOE_URI=floe.uri, FLOE_TOKEN=floe.token, FLOE_WAREHOUSE=floe.warehouse,
                FLOE_NAMESPACE=namespace, FLOE_TABLE=table, RUST_BACKTRACE="1")
+    if mode:
+        env["FLOE_MODE"] = mode
     done = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         pytest.fail(f"floe-rust-client exited {done.returncode}\nstderr:\n{done.stderr}\nstdout:\n{done.stdout}")

@@ -14,7 +14,7 @@ from pyiceberg.exceptions import NoSuchTableError, TableAlreadyExistsError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from conftest import REGION
+from conftest import CLIENT_S3_TIMEOUTS, REGION
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -27,7 +27,7 @@ def _other_catalog(floe, warehouse: str) -> SqlCatalog:
     properties = {"uri": f"sqlite:///{tempfile.mkdtemp()}/other.db", "warehouse": warehouse}
     if floe.backend == "aws":
         properties.update({"s3.endpoint": floe.moto, "s3.access-key-id": "testing",
-                           "s3.secret-access-key": "testing", "s3.region": REGION})
+                           "s3.secret-access-key": "testing", "s3.region": REGION, **CLIENT_S3_TIMEOUTS})
     return SqlCatalog("other", **properties)
 
 
@@ -63,6 +63,12 @@ def test_a_table_from_another_catalog_registers_reads_and_writes(floe):
     catalog.load_table(f"{ns}.orders").append(second)
     rows = catalog.load_table(f"{ns}.orders").scan().to_arrow().sort_by("id").to_pydict()
     assert rows == {"id": [1, 2, 3], "name": ["a", "b", "c"]}
+
+    if floe.backend == "aws":
+        # iceberg-rust loads the registered table and reads it with vended credentials.
+        from test_iceberg_rust import _run_client
+        read = _run_client(floe, ns, "orders", mode="read")
+        assert sorted(tuple(r) for r in read["rows"]) == [(1, "a"), (2, "b"), (3, "c")]
 
     current = catalog.load_table(f"{ns}.orders").metadata_location
     answer = _unregister(floe, ns, "orders")

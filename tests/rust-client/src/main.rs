@@ -5,9 +5,11 @@
 //! - `FLOE_URI`: the catalog's base URL (`http://HOST:PORT/iceberg`);
 //! - `FLOE_TOKEN`: a bearer token;
 //! - `FLOE_WAREHOUSE`: the warehouse (org) name;
-//! - `FLOE_NAMESPACE`, `FLOE_TABLE`: a namespace and a table that do not exist yet.
+//! - `FLOE_NAMESPACE`, `FLOE_TABLE`: a namespace and a table that do not exist yet (or, with
+//!   `FLOE_MODE=read`, a table that exists, with columns `id` long and `name` string).
 //!
-//! It creates the namespace and the table, writes one Parquet data file through iceberg-rust's
+//! With `FLOE_MODE=read` it only loads that table and scans it with the vended credentials,
+//! printing the rows. Otherwise it creates the namespace and the table, writes one Parquet data file through iceberg-rust's
 //! writer stack with the FileIO that the catalog's answer configured (the vended credentials),
 //! commits it with a fast append, reloads the table and scans it back, and checks that the
 //! credentials handed out with createTable last at least 55 minutes. Any failure exits non-zero
@@ -232,6 +234,9 @@ async fn run() -> Result<serde_json::Value, Failure> {
 
     let namespace_name = namespace;
     let namespace = NamespaceIdent::new(namespace_name.clone());
+    if std::env::var("FLOE_MODE").as_deref() == Ok("read") {
+        return read_existing(&catalog, TableIdent::new(namespace, table_name)).await;
+    }
     catalog
         .create_namespace(&namespace, HashMap::new())
         .await
@@ -319,6 +324,24 @@ async fn run() -> Result<serde_json::Value, Failure> {
         "credentials_expire_at_ms": expires_at_ms,
         "credential_lifetime_s": lifetime_ms / 1000,
         "commit_file_io_has_credentials": commit_file_io_has_credentials,
+    }))
+}
+
+/// Loads a table that exists and scans it with the credentials its answer vended.
+async fn read_existing(
+    catalog: &impl Catalog,
+    ident: TableIdent,
+) -> Result<serde_json::Value, Failure> {
+    let table = catalog
+        .load_table(&ident)
+        .await
+        .context(format!("loading {ident}"))?;
+    vended_expiry(table.file_io(), "loadTable")?;
+    let rows = scan(&table).await?;
+    Ok(json!({
+        "table": ident.to_string(),
+        "metadata_location": table.metadata_location(),
+        "rows": rows,
     }))
 }
 
