@@ -318,25 +318,13 @@ async fn rebuild(
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
             Ok(Json(catalog.namespaces.replay_create(ctx, &request).await?).into_response())
         }
-        Operation::CreateTable => {
-            let request: crate::types::CreateTableRequest = serde_json::from_slice(body)
-                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+        // A create or a registration answers with the table it made, as it is now.
+        Operation::CreateTable | Operation::RegisterTable => {
             let query = QueryMap::from_request_parts(parts, state).await?;
             let options = table_options(&parts.headers, &query)?;
             let loaded = catalog
                 .tables
-                .replay_create(ctx, &params.namespace()?, &request, options)
-                .await?;
-            Ok(table_response(loaded))
-        }
-        Operation::RegisterTable => {
-            let request: crate::types::RegisterTableRequest = serde_json::from_slice(body)
-                .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
-            let query = QueryMap::from_request_parts(parts, state).await?;
-            let options = table_options(&parts.headers, &query)?;
-            let loaded = catalog
-                .tables
-                .replay_register(ctx, &params.namespace()?, &request, options)
+                .replay_create(ctx, &params.namespace()?, &named(body)?, options)
                 .await?;
             Ok(table_response(loaded))
         }
@@ -344,17 +332,14 @@ async fn rebuild(
         Operation::UnregisterTable => Err(CatalogError::Internal(
             "The first request with this key left no answer to repeat; retry with a new key".into(),
         )),
-        Operation::ReplaceView => {
-            let (namespace, view) = params.view()?;
-            let answer = catalog.views.replay_replace(ctx, &namespace, &view).await?;
-            Ok(super::handlers::json_bytes(answer.to_json()))
-        }
-        Operation::RegisterView => {
-            let answer = catalog
-                .views
-                .replay_register(ctx, &params.namespace()?, body)
-                .await?;
-            Ok(super::handlers::json_bytes(answer.to_json()))
+        // A view answer holds no credentials; the view as it is now.
+        Operation::ReplaceView | Operation::RegisterView => {
+            let (namespace, view) = match operation {
+                Operation::ReplaceView => params.view()?,
+                _ => (params.namespace()?, named(body)?),
+            };
+            let loaded = catalog.views.load_view(ctx, &namespace, &view).await?;
+            Ok(super::handlers::json_bytes(loaded.to_json()))
         }
         Operation::CommitTable => {
             let (namespace, table) = params.table()?;
@@ -367,6 +352,17 @@ async fn rebuild(
         // Drops and renames answer no body.
         _ => Ok(StatusCode::NO_CONTENT.into_response()),
     }
+}
+
+/// The `name` a create or registration body gave what it made.
+fn named(body: &[u8]) -> Result<String, CatalogError> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
+    serde_json::from_slice::<Named>(body)
+        .map(|n| n.name)
+        .map_err(|e| CatalogError::BadRequest(e.to_string()))
 }
 
 #[cfg(test)]

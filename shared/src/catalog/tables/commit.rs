@@ -330,24 +330,29 @@ pub(super) fn stamp_authors(body: &mut Value, principal: &Principal) {
         if update.get("action").and_then(Value::as_str) != Some("add-snapshot") {
             continue;
         }
-        let Some(summary) = update
+        if let Some(summary) = update
             .get_mut("snapshot")
             .and_then(|s| s.get_mut("summary"))
             .and_then(Value::as_object_mut)
-        else {
-            continue;
-        };
-        summary.remove(AUTHOR_NAME_KEY);
-        summary.remove(AUTHOR_EMAIL_KEY);
-        if principal.kind == PrincipalKind::User {
-            summary.insert(
-                AUTHOR_NAME_KEY.into(),
-                Value::String(principal.name.clone()),
-            );
+        {
+            stamp_summary(summary, principal);
         }
-        if let Some(email) = &principal.email {
-            summary.insert(AUTHOR_EMAIL_KEY.into(), Value::String(email.clone()));
-        }
+    }
+}
+
+/// Overwrites the author keys of one summary (a snapshot's, a view version's) with the
+/// principal's identity.
+pub(crate) fn stamp_summary(summary: &mut serde_json::Map<String, Value>, principal: &Principal) {
+    summary.remove(AUTHOR_NAME_KEY);
+    summary.remove(AUTHOR_EMAIL_KEY);
+    if principal.kind == PrincipalKind::User {
+        summary.insert(
+            AUTHOR_NAME_KEY.into(),
+            Value::String(principal.name.clone()),
+        );
+    }
+    if let Some(email) = &principal.email {
+        summary.insert(AUTHOR_EMAIL_KEY.into(), Value::String(email.clone()));
     }
 }
 

@@ -10,7 +10,9 @@ mod transaction;
 use crate::catalog::metadata::MetadataCache;
 use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind, TableName};
+pub(crate) use commit::stamp_summary;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
+pub(crate) use register::{read_registered_file, registrable_file};
 use std::collections::HashMap;
 use std::sync::Arc;
 pub use transaction::MAX_TRANSACTION_TABLES;
@@ -429,17 +431,17 @@ impl TableService {
         }
     }
 
-    /// The answer to a retried createTable whose table landed: the table as it is now, with
-    /// fresh credentials (a table answer is never stored, since it may carry credentials).
+    /// The answer to a retried createTable or registerTable whose table landed: the table as it
+    /// is now, with fresh credentials (a table answer is never stored, since it may carry
+    /// credentials).
     pub async fn replay_create(
         &self,
         ctx: &OrgContext,
         namespace: &str,
-        request: &CreateTableRequest,
+        table: &str,
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
-        self.load_table(ctx, namespace, &request.name, options)
-            .await
+        self.load_table(ctx, namespace, table, options).await
     }
 
     /// The answer to a retried commit whose change landed: the table's current metadata.

@@ -158,25 +158,37 @@ impl TableService {
         {
             return Err(overlaps(segment));
         }
-        let directory = join(&ns.location, segment);
-        let pk = keys::namespace_partition(&ns.id);
+        if self
+            .overlaps_a_row(ns, &join(&ns.location, segment), None)
+            .await?
+        {
+            return Err(overlaps(segment));
+        }
+        Ok(())
+    }
+
+    /// Whether `directory` overlaps the directory of a table row of the namespace (other than
+    /// the table `except`): rows older than directory claims carry no claim to find.
+    pub(super) async fn overlaps_a_row(
+        &self,
+        ns: &NamespaceRow,
+        directory: &str,
+        except: Option<&str>,
+    ) -> Result<bool> {
         let overlapping: Vec<TableRow> = rows::collect(
             &*self.core.store,
-            &pk,
+            &keys::namespace_partition(&ns.id),
             keys::TABLE_PREFIX,
             None,
             1,
             |t: &TableRow| {
-                storage::is_within(t.directory(), &directory)
-                    || storage::is_within(&directory, t.directory())
+                except != Some(t.id.as_str())
+                    && (storage::is_within(t.directory(), directory)
+                        || storage::is_within(directory, t.directory()))
             },
         )
         .await?;
-        if overlapping.is_empty() {
-            Ok(())
-        } else {
-            Err(overlaps(segment))
-        }
+        Ok(!overlapping.is_empty())
     }
 }
 

@@ -94,7 +94,7 @@ impl TableService {
             }
             let site = self.registration_site(ctx, &ns.row, &file).await?;
             let objects = self.core.lookups.objects_for(&site.bucket).await?;
-            let raw = read_file(&*objects, &file).await?;
+            let raw = read_registered_file(&*objects, &file).await?;
             let metadata = parse_metadata(&raw)?;
             placement::check_paths(&metadata, &site.directory, None)?;
             self.delivery(ctx, &ns.row, &site.bucket, &request.name, options)?;
@@ -201,18 +201,6 @@ impl TableService {
         Err(busy())
     }
 
-    /// The answer to a retried registration whose table landed: the table as it is now.
-    pub async fn replay_register(
-        &self,
-        ctx: &OrgContext,
-        namespace: &str,
-        request: &RegisterTableRequest,
-        options: TableRequestOptions,
-    ) -> Result<LoadTableResult> {
-        self.load_table(ctx, namespace, &request.name, options)
-            .await
-    }
-
     /// Removes the table from the catalog, keeping every file, and gives its directory up: the
     /// table may be registered again, here or in another catalog. Commits that read the table
     /// before fail, as the row they would swap is gone.
@@ -315,7 +303,7 @@ impl TableService {
             .usable_bucket(&ctx.org.name, &recorded.bucket)
             .await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
-        let metadata = read_file(&*objects, &recorded.metadata_location).await?;
+        let metadata = read_registered_file(&*objects, &recorded.metadata_location).await?;
         Ok(UnregisterTableResult {
             metadata_location: recorded.metadata_location,
             metadata,
@@ -479,8 +467,17 @@ impl TableService {
                 let held = rows::get::<DirectoryClaimRow>(&*self.core.store, &key).await?;
                 let condition = match held {
                     None => {
-                        self.refuse_overlapping_rows(ns, &site.directory, replaced)
-                            .await?;
+                        // Rows older than directory claims carry no claim to find.
+                        if self
+                            .overlaps_a_row(
+                                &ns.row,
+                                &site.directory,
+                                replaced.map(|r| r.id.as_str()),
+                            )
+                            .await?
+                        {
+                            return Err(directory_taken(&site.directory));
+                        }
                         Condition::NotExists
                     }
                     Some(claim) if replaced.is_some_and(|r| r.id == claim.row.table_id) => {
@@ -518,34 +515,6 @@ impl TableService {
         Ok(change)
     }
 
-    /// Rows older than directory claims carry no claim: a directory overlapping theirs is
-    /// refused too (the table being replaced aside).
-    async fn refuse_overlapping_rows(
-        &self,
-        ns: &Versioned<NamespaceRow>,
-        directory: &str,
-        replaced: Option<&TableRow>,
-    ) -> Result<()> {
-        let overlapping: Vec<TableRow> = rows::collect(
-            &*self.core.store,
-            &keys::namespace_partition(&ns.row.id),
-            keys::TABLE_PREFIX,
-            None,
-            1,
-            |t: &TableRow| {
-                replaced.is_none_or(|r| r.id != t.id)
-                    && (storage::is_within(t.directory(), directory)
-                        || storage::is_within(directory, t.directory()))
-            },
-        )
-        .await?;
-        if overlapping.is_empty() {
-            Ok(())
-        } else {
-            Err(directory_taken(directory))
-        }
-    }
-
     /// The deletes that give an unregistered table's directory up, where the table holds it.
     async fn claim_releases(
         &self,
@@ -581,8 +550,9 @@ impl TableService {
     }
 }
 
-/// A metadata file location a registration may name: a clean, absolute `.metadata.json` path.
-fn registrable_file(location: &str) -> Result<String> {
+/// A metadata file location a registration (of a table or a view) may name: a clean, absolute
+/// `.metadata.json` path.
+pub(crate) fn registrable_file(location: &str) -> Result<String> {
     let file = location.trim();
     if !placement::is_clean_location(file) || file.ends_with('/') {
         return Err(CatalogError::BadRequest(format!(
@@ -597,7 +567,11 @@ fn registrable_file(location: &str) -> Result<String> {
     Ok(file.to_owned())
 }
 
-async fn read_file(objects: &dyn crate::objects::ObjectStore, file: &str) -> Result<Bytes> {
+/// A file a registration names, or 400 when it is not there.
+pub(crate) async fn read_registered_file(
+    objects: &dyn crate::objects::ObjectStore,
+    file: &str,
+) -> Result<Bytes> {
     objects.get(file).await.map_err(|e| match e {
         ObjectError::NotFound(_) => {
             CatalogError::BadRequest(format!("Metadata file '{file}' does not exist"))

@@ -85,8 +85,3 @@ pub async fn read(objects: &dyn ObjectStore, row: &ViewRow) -> Result<ViewFile> 
     }
     Ok(ViewFile { raw, sha256 })
 }
-
-/// `<location>/metadata/NNNNN-<uuid>.metadata.json`.
-pub fn file_location(view_location: &str, version: u64) -> String {
-    crate::catalog::metadata::metadata_file_location(view_location, version)
-}

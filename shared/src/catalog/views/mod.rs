@@ -20,6 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::metadata::metadata_file_location;
 use crate::catalog::namespaces::busy;
 use crate::catalog::storage;
 use crate::catalog::tables::placement::explicit_directory;
@@ -27,7 +28,7 @@ use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging};
 use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind, TableName};
-use crate::model::{NamespaceRow, Principal, PrincipalKind, ViewRow};
+use crate::model::{NamespaceRow, Principal, ViewRow};
 use crate::objects::join;
 use crate::store::rows::{self, DirectoryClaimRow, Versioned, keys};
 use crate::store::{Condition, Write};
@@ -158,7 +159,7 @@ impl ViewService {
                 .usable_bucket(&ctx.org.name, &ns.row.bucket)
                 .await?;
             let objects = self.core.lookups.objects_for(&bucket).await?;
-            let file_location = files::file_location(&location, 0);
+            let file_location = metadata_file_location(&location, 0);
             let file = files::write(&*objects, &file_location, &metadata).await?;
             let row = ViewRow {
                 id: metadata.uuid().to_string(),
@@ -506,22 +507,8 @@ fn stamp_version(version: &mut Value, principal: &Principal) {
     let summary = object
         .entry("summary")
         .or_insert_with(|| Value::Object(Default::default()));
-    let Some(summary) = summary.as_object_mut() else {
-        return;
-    };
-    summary.remove(crate::catalog::AUTHOR_NAME_KEY);
-    summary.remove(crate::catalog::AUTHOR_EMAIL_KEY);
-    if principal.kind == PrincipalKind::User {
-        summary.insert(
-            crate::catalog::AUTHOR_NAME_KEY.into(),
-            Value::String(principal.name.clone()),
-        );
-    }
-    if let Some(email) = &principal.email {
-        summary.insert(
-            crate::catalog::AUTHOR_EMAIL_KEY.into(),
-            Value::String(email.clone()),
-        );
+    if let Some(summary) = summary.as_object_mut() {
+        crate::catalog::tables::stamp_summary(summary, principal);
     }
 }
 

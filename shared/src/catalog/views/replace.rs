@@ -7,16 +7,18 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{ViewService, answer, files, no_such_view, parse_view_metadata, stamp_version};
+use super::{ViewService, answer, files, parse_view_metadata, stamp_version};
 use crate::authz::{Action, Resource, authorize};
+use crate::catalog::metadata::metadata_file_location;
 use crate::catalog::namespaces::busy;
 use crate::catalog::tables::placement::{check_location, explicit_directory};
+use crate::catalog::tables::{read_registered_file, registrable_file};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, storage};
 use crate::core::{Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
 use crate::model::{NamespaceRow, ViewRow};
-use crate::objects::{ObjectError, join};
+use crate::objects::join;
 use crate::store::Condition;
 use crate::store::rows::{self, DirectoryClaimRow, Versioned, keys};
 use crate::types::{LoadViewResult, TableIdentifier};
@@ -134,7 +136,7 @@ impl ViewService {
             check_location(metadata.location(), &row.directory)?;
         }
         let version = row.metadata_version + 1;
-        let location = files::file_location(metadata.location(), version);
+        let location = metadata_file_location(metadata.location(), version);
         let bucket = self
             .core
             .lookups
@@ -196,12 +198,7 @@ impl ViewService {
         let request: RegisterViewRequest = serde_json::from_value(body)
             .map_err(|e| CatalogError::BadRequest(format!("Invalid view registration: {e}")))?;
         names::validate_table_name(&request.name)?;
-        let file = request.metadata_location.trim().to_owned();
-        if !file.ends_with(".metadata.json") || file.ends_with(".gz.metadata.json") {
-            return Err(CatalogError::BadRequest(format!(
-                "Metadata location '{file}' does not name an uncompressed metadata file (*.metadata.json)"
-            )));
-        }
+        let file = registrable_file(&request.metadata_location)?;
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;
@@ -225,12 +222,7 @@ impl ViewService {
                 .usable_bucket(&ctx.org.name, &ns.row.bucket)
                 .await?;
             let objects = self.core.lookups.objects_for(&bucket).await?;
-            let raw = objects.get(&file).await.map_err(|e| match e {
-                ObjectError::NotFound(_) => {
-                    CatalogError::BadRequest(format!("Metadata file '{file}' does not exist"))
-                }
-                other => other.into(),
-            })?;
+            let raw = read_registered_file(&*objects, &file).await?;
             let metadata = parse_view_metadata(&raw)?;
             check_location(metadata.location(), &directory)?;
             let row = ViewRow {
@@ -253,33 +245,6 @@ impl ViewService {
             }
         }
         Err(busy())
-    }
-
-    /// The answer to a retried view commit whose change landed: the view as it is now.
-    pub async fn replay_replace(
-        &self,
-        ctx: &OrgContext,
-        namespace: &str,
-        view: &str,
-    ) -> Result<LoadViewResult> {
-        self.load_view(ctx, namespace, view).await
-    }
-
-    /// The answer to a retried registration whose view landed.
-    pub async fn replay_register(
-        &self,
-        ctx: &OrgContext,
-        namespace: &str,
-        body: &[u8],
-    ) -> Result<LoadViewResult> {
-        let request: RegisterViewRequest =
-            serde_json::from_slice(body).map_err(|e| CatalogError::BadRequest(e.to_string()))?;
-        self.load_view(ctx, namespace, &request.name)
-            .await
-            .map_err(|e| match e {
-                CatalogError::NoSuchView(_) => no_such_view(namespace, &request.name),
-                other => other,
-            })
     }
 }
 
