@@ -8,6 +8,7 @@ mod concurrency;
 mod config;
 mod errors;
 mod events;
+mod format_v3;
 mod freshness;
 mod iam;
 mod idempotency;

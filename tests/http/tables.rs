@@ -116,12 +116,12 @@ async fn table_identifiers_are_validated() {
 }
 
 #[tokio::test]
-async fn format_version_3_is_refused() {
+async fn format_versions_are_one_to_three_and_only_go_up() {
     let c = TestCatalog::new().await;
     c.create_namespace("fv").await;
-    let mut body = create_table_body("v3");
-    body["properties"] = json!({"format-version": "3"});
-    c.post(&tables_path("fv"), body)
+    let mut v4 = create_table_body("v4");
+    v4["properties"] = json!({"format-version": "4"});
+    c.post(&tables_path("fv"), v4)
         .await
         .assert_error(400, "BadRequestException");
     let mut v1 = create_table_body("v1");
@@ -130,10 +130,6 @@ async fn format_version_3_is_refused() {
         c.post(&tables_path("fv"), v1).await.assert_ok(200)["metadata"]["format-version"],
         1
     );
-    let upgrade = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 3}]});
-    c.post(&format!("{}/v1", tables_path("fv")), upgrade)
-        .await
-        .assert_error(400, "BadRequestException");
     let to_v2 = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 2}]});
     assert_eq!(
         c.post(&format!("{}/v1", tables_path("fv")), to_v2)
@@ -141,6 +137,10 @@ async fn format_version_3_is_refused() {
             .assert_ok(200)["metadata"]["format-version"],
         2
     );
+    let to_v1 = json!({"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": 1}]});
+    c.post(&format!("{}/v1", tables_path("fv")), to_v1)
+        .await
+        .assert_error(400, "BadRequestException");
 }
 
 #[tokio::test]

@@ -18,12 +18,16 @@
 //! - [`specs`]: partition specs Java binds without the crate's redundancy check (`day(ts)` beside
 //!   `hour(ts)`) and with a partition named after its own source column whatever its transform
 //!   (v1 `void` fields) go through the crate's builder disguised, and are restored on write.
+//! - [`format_versions`]: nanosecond timestamps, initial defaults and encryption properties only
+//!   in format version 3 (Java's `Schema.checkCompatibility` and
+//!   `EncryptionUtil.checkCompatibility`); the crate's builder takes them in any version.
 //! - [`refs_v1`]: format-version 1 tables keep their branches and tags (Java writes `refs` for
 //!   every version; the crate neither writes nor reads them for v1).
 //!
 //! The commit retry on a lost swap (Java's `CatalogHandlers.commit`) lives in the commit path.
 
 pub mod create;
+pub mod format_versions;
 pub mod fresh_ids;
 pub mod order;
 pub mod refs_v1;

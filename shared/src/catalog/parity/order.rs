@@ -52,11 +52,19 @@ pub fn to_java_json(
     let mut document = serde_json::to_value(metadata)?;
     if let Value::Object(fields) = &mut document {
         super::specs::restore(fields);
-        if metadata.format_version() == iceberg::spec::FormatVersion::V1 {
-            let refs = v1_refs
-                .cloned()
-                .unwrap_or_else(|| refs_v1::main_only(metadata.current_snapshot_id()));
-            fields.insert("refs".into(), Value::Object(refs));
+        match metadata.format_version() {
+            iceberg::spec::FormatVersion::V1 => {
+                let refs = v1_refs
+                    .cloned()
+                    .unwrap_or_else(|| refs_v1::main_only(metadata.current_snapshot_id()));
+                fields.insert("refs".into(), Value::Object(refs));
+            }
+            // Java writes a v3 table's missing current snapshot as null (`TableMetadataParser`'s
+            // MIN_NULL_CURRENT_SNAPSHOT_VERSION); the crate leaves the key out.
+            iceberg::spec::FormatVersion::V3 => {
+                fields.entry("current-snapshot-id").or_insert(Value::Null);
+            }
+            iceberg::spec::FormatVersion::V2 => {}
         }
         order_lists(fields);
     }

@@ -10,9 +10,9 @@ use iceberg::{ErrorKind, TableRequirement, TableUpdate};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::NewTableError;
 use super::TableService;
 use super::placement;
-use super::{NewTableError, format_v3_unsupported};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::metadata::metadata_file_location;
 use crate::catalog::namespaces::busy;
@@ -73,7 +73,6 @@ impl TableService {
                 "The commit's identifier does not match the table in the path".into(),
             ));
         }
-        reject_format_v3(&request.updates)?;
         let is_create = request
             .requirements
             .iter()
@@ -356,17 +355,6 @@ pub(crate) fn stamp_summary(summary: &mut serde_json::Map<String, Value>, princi
     }
 }
 
-pub(super) fn reject_format_v3(updates: &[TableUpdate]) -> Result<()> {
-    let v3 = updates.iter().any(|u| {
-        matches!(u, TableUpdate::UpgradeFormatVersion { format_version } if *format_version > FormatVersion::V2)
-    });
-    if v3 {
-        Err(format_v3_unsupported())
-    } else {
-        Ok(())
-    }
-}
-
 /// Applies a commit's updates with the crate's builder, in order. `previous` is the location of
 /// the file `base` was read from (it joins the metadata log), `None` for a new table.
 fn apply_updates(
@@ -376,10 +364,19 @@ fn apply_updates(
 ) -> Result<TableMetadataBuildResult> {
     // The schema that an `add-spec` binds to: the last one added before it, else the current.
     let mut schema = base.current_schema().clone();
+    let mut format_version = base.format_version();
     let mut builder = base.into_builder(previous);
     for update in updates {
-        if let TableUpdate::AddSchema { schema: added } = &update {
-            schema = Arc::new(added.clone());
+        match &update {
+            TableUpdate::AddSchema { schema: added } => {
+                parity::format_versions::check_schema(added, format_version)
+                    .map_err(CatalogError::BadRequest)?;
+                schema = Arc::new(added.clone());
+            }
+            TableUpdate::UpgradeFormatVersion { format_version: v } => {
+                format_version = format_version.max(*v);
+            }
+            _ => {}
         }
         let update = parity::specs::update_for_builder(update, &schema)?;
         builder = update.apply(builder).map_err(update_failed)?;

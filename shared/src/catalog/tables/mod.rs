@@ -176,6 +176,11 @@ impl TableService {
         let stage = request.stage_create.unwrap_or(false);
         let (format_version, properties) =
             creation_properties(request.properties.unwrap_or_default())?;
+        parity::format_versions::check_schema(&request.schema, format_version)
+            .and_then(|()| {
+                parity::format_versions::check_create_properties(&properties, format_version)
+            })
+            .map_err(CatalogError::BadRequest)?;
         let override_bucket = properties.get(BUCKET_PROPERTY).cloned();
         if stage && override_bucket.is_some() {
             return Err(CatalogError::BadRequest(format!(
@@ -864,10 +869,10 @@ fn creation_properties(
     {
         None | Some("2") => FormatVersion::V2,
         Some("1") => FormatVersion::V1,
-        Some("3") => return Err(format_v3_unsupported()),
+        Some("3") => FormatVersion::V3,
         Some(other) => {
             return Err(CatalogError::BadRequest(format!(
-                "Unsupported format-version '{other}': use 1 or 2"
+                "Unsupported format-version '{other}': use 1, 2 or 3"
             )));
         }
     };
@@ -876,12 +881,6 @@ fn creation_properties(
     }
     parity::create::add_java_defaults(&mut properties);
     Ok((version, properties))
-}
-
-pub(super) fn format_v3_unsupported() -> CatalogError {
-    CatalogError::BadRequest(
-        "Format-version 3 tables are not supported yet: the catalog cannot produce fully valid v3 metadata".into(),
-    )
 }
 
 /// The check that keeps a name a table is given free of views (in the same write).

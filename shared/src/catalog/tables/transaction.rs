@@ -13,9 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::TableService;
-use super::commit::{
-    CommitFailedRace, CommitTableRequest, Prepared, not_applied, reject_format_v3, stamp_authors,
-};
+use super::commit::{CommitFailedRace, CommitTableRequest, Prepared, not_applied, stamp_authors};
 use crate::authz::Action;
 use crate::catalog::{OrgContext, names};
 use crate::core::{Change, ChangeFailure};
@@ -96,7 +94,6 @@ impl TableService {
                     "Invalid table change for {namespace}.{table}: {e}"
                 ))
             })?;
-            reject_format_v3(&request.updates)?;
             if request
                 .requirements
                 .iter()
