@@ -448,3 +448,94 @@ async fn a_v3_file_registers_and_keeps_counting_rows() {
     .assert_ok(200);
     assert_eq!(metadata(&c, "reg3", "migrated").await["next-row-id"], 50);
 }
+
+/// Java's fresh ids keep each field's defaults (`NestedField.from(field).withId(..)`): a table
+/// created with them has them, under the ids it was given. A default the catalog could not keep
+/// (the iceberg crate reads no nanosecond timestamp default) is refused rather than dropped.
+#[tokio::test]
+async fn a_v3_create_keeps_defaults_through_fresh_ids_or_refuses_them() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("def3").await;
+    let body = |at_default: Value| {
+        json!({"name": "t", "properties": {"format-version": "3"}, "schema": {"type": "struct", "fields": [
+            {"id": 7, "name": "id", "type": "long", "required": true},
+            {"id": 9, "name": "point", "type": {"type": "struct", "fields": [
+                {"id": 11, "name": "x", "type": "double", "required": true, "initial-default": 0.5, "write-default": 1.5}
+            ]}, "required": false},
+            {"id": 8, "name": "at", "type": "timestamptz", "required": false,
+             "initial-default": at_default, "write-default": "2026-01-01T00:00:00+00:00"}
+        ]}})
+    };
+    let answer = c
+        .post(
+            &tables_path("def3"),
+            body(json!("2025-01-01T00:00:00.000001+00:00")),
+        )
+        .await
+        .assert_ok(200)
+        .clone();
+    let file = c
+        .read_json(answer["metadata-location"].as_str().unwrap())
+        .await;
+    let fields = &file["schemas"][0]["fields"];
+    assert_eq!(fields[1]["id"], 2, "{fields}");
+    assert_eq!(fields[1]["type"]["fields"][0]["id"], 4);
+    assert_eq!(fields[1]["type"]["fields"][0]["initial-default"], 0.5);
+    assert_eq!(fields[1]["type"]["fields"][0]["write-default"], 1.5);
+    assert_eq!(fields[2]["id"], 3);
+    assert_eq!(
+        fields[2]["initial-default"],
+        "2025-01-01T00:00:00.000001+00:00"
+    );
+    assert_eq!(fields[2]["write-default"], "2026-01-01T00:00:00+00:00");
+    assert_eq!(file["last-column-id"], 4);
+
+    // Unreadable defaults, on create and on add-schema: 400, nothing written.
+    let mut nanos = body(json!("2025-01-01T00:00:00.000000001"));
+    nanos["name"] = json!("nanos");
+    nanos["schema"]["fields"][2]["type"] = json!("timestamp_ns");
+    nanos["schema"]["fields"][2]["write-default"] = json!(null);
+    let refused = c.post(&tables_path("def3"), nanos).await;
+    refused.assert_error(400, "BadRequestException");
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("initial-default \"2025-01-01T00:00:00.000000001\" of field 'at' cannot be kept as a timestamp_ns value"),
+        "{}",
+        refused.body
+    );
+    let before = c.get(&table_path("def3", "t")).await.assert_ok(200)["metadata-location"].clone();
+    let wrong = json!({"requirements": [], "updates": [{"action": "add-schema", "schema": {"type": "struct", "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": true},
+        {"id": 5, "name": "qty", "type": "int", "required": false, "initial-default": "many"}
+    ]}}]});
+    c.post(&table_path("def3", "t"), wrong)
+        .await
+        .assert_error(400, "BadRequestException");
+    assert_eq!(
+        c.get(&table_path("def3", "t")).await.assert_ok(200)["metadata-location"],
+        before
+    );
+    let listed = c.get(&tables_path("def3")).await.assert_ok(200)["identifiers"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    // Nor may a file written elsewhere bring one in by registration.
+    let mut copy = file.clone();
+    let location = format!("{}-copy", file["location"].as_str().unwrap());
+    copy["table-uuid"] = json!(uuid::Uuid::new_v4().to_string());
+    copy["location"] = json!(location);
+    copy["schemas"][0]["fields"][2]["type"] = json!("timestamptz_ns");
+    let copied = format!(
+        "{location}/metadata/00001-{}.metadata.json",
+        uuid::Uuid::new_v4()
+    );
+    c.overwrite(&copied, serde_json::to_vec(&copy).unwrap())
+        .await;
+    c.post(
+        &format!("{}/register", ns_path("def3")),
+        json!({"name": "copied", "metadata-location": copied}),
+    )
+    .await
+    .assert_error(400, "BadRequestException");
+}

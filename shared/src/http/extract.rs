@@ -188,8 +188,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 "Request body must be a JSON document".into(),
             ));
         }
-        serde_json::from_slice(&bytes)
+        let malformed =
+            |e: serde_json::Error| CatalogError::BadRequest(format!("Malformed request body: {e}"));
+        if !crate::catalog::parity::format_versions::mentions_defaults(&bytes) {
+            return serde_json::from_slice(&bytes)
+                .map(JsonBody)
+                .map_err(malformed);
+        }
+        // A schema with field defaults: refused when the crate would drop one while reading.
+        let document: serde_json::Value = serde_json::from_slice(&bytes).map_err(malformed)?;
+        crate::catalog::parity::format_versions::check_defaults_readable(&document)
+            .map_err(CatalogError::BadRequest)?;
+        serde_json::from_value(document)
             .map(JsonBody)
-            .map_err(|e| CatalogError::BadRequest(format!("Malformed request body: {e}")))
+            .map_err(malformed)
     }
 }

@@ -6,7 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use iceberg::spec::{FormatVersion, PrimitiveType, Schema, Type};
+use iceberg::spec::{FormatVersion, Literal, PrimitiveType, Schema, Type};
+use serde_json::Value;
 
 /// The first format version whose tables may hold initial defaults (Java's
 /// `DEFAULT_VALUES_MIN_FORMAT_VERSION`).
@@ -92,6 +93,48 @@ pub fn check_create_properties(
     ))
 }
 
+/// Whether JSON `bytes` may carry a field default (`initial-default`, `write-default`): only
+/// those need [`check_defaults_readable`].
+pub fn mentions_defaults(bytes: &[u8]) -> bool {
+    bytes.windows(9).any(|w| w == b"-default\"")
+}
+
+/// `Ok` when every field default in `document` (a request body, a metadata file) is one the
+/// crate can read. The crate reads a default it cannot parse as no default at all
+/// (`NestedField`'s deserializer), so a table would silently lose it; Java reads them all. The
+/// crate 0.10.1 reads no `timestamp_ns` or `timestamptz_ns` default, and a `timestamptz` one only
+/// with the `+00:00` offset Java writes.
+pub fn check_defaults_readable(document: &Value) -> Result<(), String> {
+    match document {
+        Value::Object(fields) => {
+            if let Some(field_type) = fields
+                .get("type")
+                .and_then(|t| serde_json::from_value::<Type>(t.clone()).ok())
+            {
+                for key in ["initial-default", "write-default"] {
+                    let Some(default) = fields.get(key).filter(|d| !d.is_null()) else {
+                        continue;
+                    };
+                    let read = Literal::try_from_json(default.clone(), &field_type);
+                    if !matches!(read, Ok(Some(_))) {
+                        let name = fields.get("name").and_then(Value::as_str).unwrap_or("?");
+                        let why = read
+                            .err()
+                            .map(|e| format!(": {}", e.message()))
+                            .unwrap_or_default();
+                        return Err(format!(
+                            "The {key} {default} of field '{name}' cannot be kept as a {field_type} value{why}"
+                        ));
+                    }
+                }
+            }
+            fields.values().try_for_each(check_defaults_readable)
+        }
+        Value::Array(items) => items.iter().try_for_each(check_defaults_readable),
+        _ => Ok(()),
+    }
+}
+
 /// The first format version that has `field_type` (Java's `Schema.MIN_FORMAT_VERSIONS`); the
 /// crate cannot represent Java's other v3 types (variant, unknown, geometry, geography) at all.
 fn min_format_version(field_type: &Type) -> Option<FormatVersion> {
@@ -169,6 +212,30 @@ mod tests {
                 .with_write_default(Literal::Primitive(PrimitiveLiteral::Int(7))),
         ]);
         assert_eq!(check_schema(&write_only, FormatVersion::V2), Ok(()));
+    }
+
+    #[test]
+    fn defaults_the_crate_would_drop_are_named() {
+        let body = serde_json::json!({"updates": [{"action": "add-schema", "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "qty", "type": "int", "required": false, "initial-default": 3},
+            {"id": 2, "name": "point", "required": false, "type": {"type": "struct", "fields": [
+                {"id": 3, "name": "at", "type": "timestamp_ns", "required": false, "write-default": "2025-01-01T00:00:00"}
+            ]}}
+        ]}}]});
+        let refused = check_defaults_readable(&body).unwrap_err();
+        assert!(
+            refused.starts_with("The write-default \"2025-01-01T00:00:00\" of field 'at' cannot be kept as a timestamp_ns value"),
+            "{refused}"
+        );
+        let wrong_type =
+            serde_json::json!({"id": 1, "name": "qty", "type": "int", "initial-default": "three"});
+        assert!(check_defaults_readable(&wrong_type).is_err());
+        let readable = serde_json::json!({"fields": [
+            {"id": 1, "name": "qty", "type": "int", "initial-default": 3, "write-default": null},
+            {"id": 2, "name": "at", "type": "timestamptz", "initial-default": "2025-01-01T00:00:00.000001+00:00"},
+            {"type": "string", "name": "no default"}
+        ]});
+        assert_eq!(check_defaults_readable(&readable), Ok(()));
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::placement;
 use super::{TableAt, TableRequestOptions, TableService, table_exists};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::namespaces::busy;
+use crate::catalog::parity::format_versions;
 use crate::catalog::storage::{self, MarkerOwner};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::core::{AsRead, Change, ChangeFailure};
@@ -572,16 +573,22 @@ pub(crate) async fn read_registered_file(
     objects: &dyn crate::objects::ObjectStore,
     file: &str,
 ) -> Result<Bytes> {
-    objects.get(file).await.map_err(|e| match e {
+    let raw = objects.get(file).await.map_err(|e| match e {
         ObjectError::NotFound(_) => {
             CatalogError::BadRequest(format!("Metadata file '{file}' does not exist"))
         }
         other => other.into(),
-    })
+    })?;
+    if format_versions::mentions_defaults(&raw)
+        && let Ok(document) = serde_json::from_slice::<serde_json::Value>(&raw)
+    {
+        format_versions::check_defaults_readable(&document).map_err(CatalogError::BadRequest)?;
+    }
+    Ok(raw)
 }
 
 /// The file as table metadata, checked by the `iceberg` crate's own parser (references,
-/// ids, versions); format versions beyond 2 are refused as creating them is.
+/// ids, versions).
 fn parse_metadata(raw: &[u8]) -> Result<TableMetadata> {
     serde_json::from_slice(raw).map_err(|e| {
         CatalogError::BadRequest(format!(
