@@ -44,6 +44,17 @@ Floe's behaviour bent to the oracle:
   default spec's fields. Floe's are checked against that rule (`v1-schema-is-current`,
   `v1-partition-spec-is-default`), the oracle's are taken to follow it.
 - going unsorted on a table created sorted: see sort_order_from_sorted_create (not exercised).
+- format version 3 (the `v3_*` sequences): PyIceberg 0.12 keeps no row lineage (a new or upgraded
+  v3 table has no `next-row-id`, so it neither checks a snapshot's `first-row-id` against it nor
+  moves it), cannot serialize v3 metadata (its SqlCatalog is given a writer here: pydantic's own
+  dump, bypassing the refusal) and writes no v3 data files. Java's rule, from
+  `TableMetadata.Builder` (0 at create and at the upgrade, plus each added snapshot's
+  `added-rows`), gives the oracle's `next-row-id`; the snapshots carrying rows are committed as
+  a writer would (`first-row-id` = the table's next-row-id as its client read it) with manifest
+  lists that are never read; rows are not scanned. Floe's own file is also checked against
+  Java's `TableMetadataParser` v3 shape (`java_v3_shape`). PyIceberg also checks a schema's
+  types against the format version only on create, where Java checks every schema added; the
+  oracle is given Java's check (`add_nanosecond_column`).
 """
 
 from __future__ import annotations
@@ -54,7 +65,9 @@ import random
 import re
 import shutil
 import tempfile
+import urllib.request
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Callable
@@ -66,7 +79,16 @@ from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownExcept
 from pyiceberg.expressions import EqualTo, GreaterThanOrEqual, LessThan
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import TableMetadataV3
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+from pyiceberg.table.update import (
+    AddSnapshotUpdate,
+    AssertRefSnapshotId,
+    SetSnapshotRefUpdate,
+    UpgradeFormatVersionUpdate,
+)
+from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.transforms import (
     BucketTransform,
     DayTransform,
@@ -89,7 +111,9 @@ from pyiceberg.types import (
     NestedField,
     StringType,
     StructType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
 )
 
 Sequence = Callable[[object, str], None]
@@ -127,6 +151,8 @@ class _Run:
         # Snapshots a step added to main on the way to its final one (an overwrite's delete, say):
         # Java leaves them out of the snapshot log, PyIceberg's SqlCatalog keeps them.
         self.intermediate: set[int] = set()
+        # Java's next-row-id for this table once it is v3 (None before): see the module's notes.
+        self.java_next_row_id: int | None = None
 
     def observe(self) -> None:
         try:
@@ -980,6 +1006,236 @@ def multi_change_transaction(catalog, ident):
 # --------------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------------
+# Format version 3.
+# --------------------------------------------------------------------------------------------
+
+
+def _is_oracle(catalog) -> bool:
+    return isinstance(catalog, SqlCatalog)
+
+
+def v3_created() -> None:
+    """The table is v3 now: Java's row lineage starts at 0 (at create and at the upgrade)."""
+    assert _CURRENT is not None
+    if _CURRENT.java_next_row_id is None:
+        _CURRENT.java_next_row_id = 0
+
+
+@contextmanager
+def pyiceberg_upgrades_to_v3():
+    """PyIceberg 0.12 applies `upgrade-format-version` up to its SUPPORTED_TABLE_FORMAT_VERSION,
+    2, on both sides (its client applies every update locally too); Java's goes further. Raised
+    to 3 for the step."""
+    import pyiceberg.table.update as updates
+
+    supported, updates.SUPPORTED_TABLE_FORMAT_VERSION = updates.SUPPORTED_TABLE_FORMAT_VERSION, 3
+    try:
+        yield
+    finally:
+        updates.SUPPORTED_TABLE_FORMAT_VERSION = supported
+
+
+def add_nanosecond_column(catalog, ident, name: str) -> None:
+    table = load(catalog, ident)
+    if _is_oracle(catalog) and table.format_version < 3:
+        # PyIceberg checks a schema's types against the format version on create only; Java's
+        # TableMetadata.Builder checks every schema added (Schema.checkCompatibility).
+        raise ValueError(f"Invalid schema for v{table.format_version}: {name}: timestamp_ns is not supported until v3")
+    with table.update_schema() as u:
+        u.add_column(name, TimestampNanoType())
+
+
+def upgrade_to_v3(catalog, ident) -> None:
+    with pyiceberg_upgrades_to_v3():
+        load(catalog, ident).transaction()._apply((UpgradeFormatVersionUpdate(format_version=3),)).commit_transaction()
+    v3_created()
+
+
+_snapshot_ids = random.Random()
+
+
+def rows_snapshot(catalog, ident, added: int, branch: str = "main") -> None:
+    """Commits a snapshot that adds `added` rows on `branch`, numbered from the table's
+    next-row-id as its client read it (Floe's file; for the oracle, Java's rule)."""
+    assert _CURRENT is not None
+    table = load(catalog, ident)
+    metadata = table.metadata
+    first = _CURRENT.java_next_row_id if _is_oracle(catalog) else metadata.next_row_id
+    head = metadata.refs.get(branch)
+    parent = head.snapshot_id if head is not None else None
+    snapshot_id = _snapshot_ids.getrandbits(62)
+    snapshot = Snapshot(
+        snapshot_id=snapshot_id, parent_snapshot_id=parent,
+        sequence_number=metadata.last_sequence_number + 1,
+        timestamp_ms=max(metadata.last_updated_ms + 1, int(datetime.now().timestamp() * 1000)),
+        manifest_list=f"{table.location()}/metadata/snap-{snapshot_id}-rows.avro",
+        summary=Summary(Operation.APPEND), schema_id=metadata.current_schema_id,
+        first_row_id=first, added_rows=added)
+    transaction = table.transaction()
+    transaction._apply(
+        (AddSnapshotUpdate(snapshot=snapshot),
+         SetSnapshotRefUpdate(ref_name=branch, type="branch", snapshot_id=snapshot_id)),
+        (AssertRefSnapshotId(ref=branch, snapshot_id=parent),))
+    transaction.commit_transaction()
+    if _CURRENT.java_next_row_id is not None:
+        _CURRENT.java_next_row_id += added
+
+
+def v3_schema() -> Schema:
+    return Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "category", StringType(), required=False),
+        NestedField(3, "at", TimestamptzNanoType(), required=False),
+        NestedField(4, "event", StructType(
+            NestedField(6, "seen", TimestampNanoType(), required=False),
+            NestedField(7, "qty", IntegerType(), required=False),
+        ), required=False),
+        NestedField(5, "amount", DoubleType(), required=False),
+    )
+
+
+V3 = {"format-version": "3"}
+
+
+@sequence
+def v3_create_types_and_defaults(catalog, ident):
+    with step("create v3 with nanosecond timestamps, partitioned by day(at) and bucket(id)"):
+        catalog.create_table(ident, schema=v3_schema(), properties=dict(V3), partition_spec=PartitionSpec(
+            PartitionField(source_id=3, field_id=1000, transform=DayTransform(), name="at_day"),
+            PartitionField(source_id=1, field_id=1001, transform=BucketTransform(8), name="id_bucket")),
+            sort_order=sort_order((3, IdentityTransform(), SortDirection.DESC, NullOrder.NULLS_LAST)))
+        v3_created()
+    with step("add columns with defaults (string, int, double)"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("region", StringType(), default_value="eu")
+            u.add_column("weight", IntegerType(), default_value=7)
+            u.add_column(("event", "score"), DoubleType(), default_value=0.25)
+    with step("add a nanosecond timestamp column"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("logged", TimestampNanoType())
+    with step("rename a defaulted column"):
+        with load(catalog, ident).update_schema() as u:
+            u.rename_column("region", "area")
+    with step("evolve the spec: hour(event.seen)"):
+        with load(catalog, ident).update_spec() as u:
+            u.add_field("event.seen", HourTransform(), "seen_hour")
+    with step("set properties"):
+        load(catalog, ident).transaction().set_properties({"owner": "v3", "commit.retry.num-retries": "3"}).commit_transaction()
+
+
+@sequence
+def v3_row_lineage(catalog, ident):
+    with step("create v3"):
+        catalog.create_table(ident, schema=base_schema(), properties=dict(V3))
+        v3_created()
+    with step("snapshot adding 10 rows"):
+        rows_snapshot(catalog, ident, 10)
+    with step("snapshot adding 0 rows"):
+        rows_snapshot(catalog, ident, 0)
+    with step("snapshot adding 25 rows"):
+        rows_snapshot(catalog, ident, 25)
+    with step("branch audit at the first snapshot"):
+        load(catalog, ident).manage_snapshots().create_branch(snap(0), "audit").commit()
+    with step("snapshot adding 4 rows on audit"):
+        rows_snapshot(catalog, ident, 4, branch="audit")
+    with step("tag the latest main snapshot"):
+        load(catalog, ident).manage_snapshots().create_tag(snap(2), "release").commit()
+    with step("snapshot adding 1 row on main"):
+        rows_snapshot(catalog, ident, 1)
+    with step("roll main back to the second snapshot"):
+        load(catalog, ident).manage_snapshots().set_current_snapshot(snap(1)).commit()
+
+
+@sequence
+def v3_upgrade_from_v2(catalog, ident):
+    with step("create v2 partitioned"):
+        catalog.create_table(ident, schema=base_schema(), partition_spec=spec(WRITABLE_SPEC[0]))
+    with step("append"):
+        append(catalog, ident, 0)
+    with step("append"):
+        append(catalog, ident, 10)
+    with step("upgrade to v3"):
+        upgrade_to_v3(catalog, ident)
+    with step("snapshot adding 6 rows"):
+        rows_snapshot(catalog, ident, 6)
+    with step("add a column with a default"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("region", StringType(), default_value="eu")
+    with step("snapshot adding 2 rows"):
+        rows_snapshot(catalog, ident, 2)
+
+
+@sequence
+def v3_upgrade_from_v1(catalog, ident):
+    with step("create v1"):
+        catalog.create_table(ident, schema=base_schema(), properties={"format-version": "1"})
+    with step("append"):
+        append(catalog, ident, 0)
+    with step("upgrade straight to v3"):
+        upgrade_to_v3(catalog, ident)
+    with step("snapshot adding 3 rows"):
+        rows_snapshot(catalog, ident, 3)
+    with step("add a nanosecond timestamp column"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("logged", TimestamptzNanoType())
+
+
+@sequence
+def v3_create_transaction(catalog, ident):
+    with step("create transaction v3: add a defaulted column, set properties"), pyiceberg_upgrades_to_v3():
+        txn = catalog.create_table_transaction(ident, schema=v3_schema(), properties=dict(V3))
+        with txn.update_schema() as u:
+            u.add_column("region", StringType(), default_value="eu")
+        txn.set_properties({"owner": "txn"})
+        txn.commit_transaction()
+        v3_created()
+    with step("snapshot adding 5 rows"):
+        rows_snapshot(catalog, ident, 5)
+
+
+@sequence
+def v3_only_types_below_v3(catalog, ident):
+    with step("create v2 with a nanosecond timestamp", may_fail=True):
+        catalog.create_table(ident, schema=v3_schema())
+    with step("create v2"):
+        catalog.create_table(ident, schema=base_schema())
+    with step("add a nanosecond timestamp column to v2", may_fail=True):
+        add_nanosecond_column(catalog, ident, "logged")
+    with step("upgrade to v3"):
+        upgrade_to_v3(catalog, ident)
+    with step("add it to v3"):
+        add_nanosecond_column(catalog, ident, "logged")
+
+
+def java_v3_shape(raw: dict) -> list[str]:
+    """What Java's TableMetadataParser writes for a v3 table and its TableMetadata.Builder
+    guarantees, checked on Floe's own file."""
+    out = []
+    if not isinstance(raw.get("next-row-id"), int) or raw["next-row-id"] < 0:
+        out.append(f"v3 file: next-row-id must be a non-negative integer, is {raw.get('next-row-id')!r}")
+    if "current-snapshot-id" not in raw:
+        out.append("v3 file: current-snapshot-id must be written (null when there is none)")
+    elif raw["current-snapshot-id"] == -1:
+        out.append("v3 file: no current snapshot is null in v3, not -1")
+    ranges = []
+    for s in raw.get("snapshots") or []:
+        first, added = s.get("first-row-id"), s.get("added-rows")
+        if first is None and added is None:
+            continue  # added before the table was v3
+        if not isinstance(first, int) or not isinstance(added, int):
+            out.append(f"v3 file: snapshot {s['snapshot-id']} has first-row-id={first!r} added-rows={added!r}")
+            continue
+        ranges.append((first, first + added))
+    ranges.sort()
+    for (a_first, a_end), (b_first, _) in zip(ranges, ranges[1:]):
+        if b_first < a_end:
+            out.append(f"v3 file: row ids overlap: [{a_first}, {a_end}) and one from {b_first}")
+    if ranges and isinstance(raw.get("next-row-id"), int) and raw["next-row-id"] < max(e for _, e in ranges):
+        out.append(f"v3 file: next-row-id {raw['next-row-id']} is below a snapshot's last row id")
+    return out
+
+
 @dataclass
 class Step:
     label: str
@@ -1345,6 +1601,8 @@ class Result:
     commit_positions: list[str] | None = None
     # The metadata with snapshots named and sorted by commit position instead of array index.
     metadata_by_commit: dict | None = None
+    # The table's identifier in its catalog.
+    identifier: str | None = None
 
 
 def _fresh_namespace(catalog) -> str:
@@ -1358,21 +1616,50 @@ def _finish(run: _Run) -> Result:
         table = run.catalog.load_table(run.identifier)
     except NoSuchTableError:
         return Result(run.outcomes, None, None)
-    raw = json.loads(table.metadata.model_dump_json(by_alias=True))
+    raw = json.loads(_dump(table.metadata))
     raw["snapshot-log"] = [e for e in raw.get("snapshot-log") or [] if e["snapshot-id"] not in run.intermediate]
     if raw.get("format-version") == 1:
         java_v1_fields(raw, is_oracle=isinstance(run.catalog, SqlCatalog))
+    if raw.get("format-version") == 3 and _is_oracle(run.catalog):
+        raw["next-row-id"] = run.java_next_row_id
     metadata = normalize(raw)
     by_commit = normalize(raw, run.order)
     positions = [f"#{run.order.index(s.snapshot_id)}" if s.snapshot_id in run.order else "#?"
                  for s in table.metadata.snapshots]
     rows = None
-    if table.current_snapshot() is not None:
+    # v3 snapshots here carry row ids but no data (PyIceberg writes no v3 manifests).
+    if table.current_snapshot() is not None and raw.get("format-version") != 3:
         try:
             rows = sorted(json.dumps(r, sort_keys=True, default=str) for r in table.scan().to_arrow().to_pylist())
         except Exception as exc:  # noqa: BLE001 - an unreadable table is a difference, not a crash
             rows = [f"<scan failed: {type(exc).__name__}: {exc}>"]
-    return Result(run.outcomes, metadata, rows, positions, by_commit)
+    return Result(run.outcomes, metadata, rows, positions, by_commit, run.identifier)
+
+
+def _dump(metadata) -> str:
+    # PyIceberg 0.12 refuses to serialize v3 metadata; pydantic's own dump is what it would write.
+    if isinstance(metadata, TableMetadataV3):
+        return IcebergBaseModel.model_dump_json(metadata, by_alias=True)
+    return metadata.model_dump_json(by_alias=True)
+
+
+class _V3SqlCatalog(SqlCatalog):
+    """The oracle: PyIceberg's SqlCatalog, able to write the v3 metadata it builds."""
+
+    @staticmethod
+    def _write_metadata(metadata, io, metadata_path: str) -> None:
+        with io.new_output(metadata_path).create(overwrite=True) as out:
+            out.write(_dump(metadata).encode())
+
+
+def _raw_file(floe, identifier: str) -> dict:
+    """The metadata file Floe serves for `identifier`, as its JSON."""
+    namespace, name = identifier.split(".")
+    request = urllib.request.Request(
+        f"{floe.uri}/v1/{floe.warehouse}/namespaces/{namespace}/tables/{name}",
+        headers={"Authorization": f"Bearer {floe.token}"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())["metadata"]
 
 
 def execute(catalog, name: str, fn: Sequence) -> Result:
@@ -1564,7 +1851,7 @@ SEQUENCE_IDS = list(HAND_WRITTEN) + [f"gen{seed}" for seed in range(1, GENERATED
 @pytest.fixture(scope="module")
 def oracle():
     tmp = tempfile.mkdtemp(prefix="floe-parity-oracle-")
-    catalog = SqlCatalog("oracle", uri=f"sqlite:///{tmp}/oracle.db", warehouse=f"file://{tmp}/warehouse")
+    catalog = _V3SqlCatalog("oracle", uri=f"sqlite:///{tmp}/oracle.db", warehouse=f"file://{tmp}/warehouse")
     cache: dict[str, tuple[Sequence, Result, list[Step] | None]] = {}
 
     def get(seq_id: str):
@@ -1592,6 +1879,8 @@ def test_matches_oracle(floe, oracle, seq_id):
     assert expected.metadata is not None, "the oracle did not create the table"
     actual = execute(floe.catalog(), re.sub(r"\W", "_", seq_id), fn)
     differences = compare(actual, expected)
+    if actual.metadata is not None and actual.metadata.get("format-version") == 3:
+        differences += java_v3_shape(_raw_file(floe, actual.identifier))
     if differences:
         plan = "\n".join(f"  {i}. {label} -> oracle {category}"
                          for i, (label, category, _, _) in enumerate(expected.outcomes))
