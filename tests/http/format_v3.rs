@@ -539,3 +539,55 @@ async fn a_v3_create_keeps_defaults_through_fresh_ids_or_refuses_them() {
     .await
     .assert_error(400, "BadRequestException");
 }
+
+/// Encryption keys (v3's `encryption-keys`) are added and removed by the spec's updates; the v3
+/// types the iceberg crate cannot represent are refused with nothing created.
+#[tokio::test]
+async fn encryption_keys_come_and_go_and_unrepresentable_types_are_refused() {
+    let c = TestCatalog::new().await;
+    c.create_namespace("keys3").await;
+    create_v3(&c, "keys3", "t").await;
+    let key = json!({"key-id": "k1", "encrypted-key-metadata": "aWNlYmVyZw==",
+                     "encrypted-by-id": "kms-1", "properties": {"algo": "AES-256"}});
+    let added = c
+        .post(
+            &table_path("keys3", "t"),
+            json!({"requirements": [], "updates": [{"action": "add-encryption-key", "encryption-key": key}]}),
+        )
+        .await
+        .assert_ok(200)
+        .clone();
+    let file = c
+        .read_json(added["metadata-location"].as_str().unwrap())
+        .await;
+    assert_eq!(file["encryption-keys"], json!([key]));
+    let removed = c
+        .post(
+            &table_path("keys3", "t"),
+            json!({"requirements": [], "updates": [{"action": "remove-encryption-key", "key-id": "k1"}]}),
+        )
+        .await
+        .assert_ok(200)
+        .clone();
+    let file = c
+        .read_json(removed["metadata-location"].as_str().unwrap())
+        .await;
+    assert!(file.get("encryption-keys").is_none(), "{file}");
+
+    for v3_type in [
+        "variant",
+        "unknown",
+        "geometry",
+        "geography(OGC:CRS84, spherical)",
+    ] {
+        let body = json!({"name": "typed", "properties": {"format-version": "3"}, "schema": {"type": "struct", "fields": [
+            {"id": 1, "name": "id", "type": "long", "required": true},
+            {"id": 2, "name": "v", "type": v3_type, "required": false}
+        ]}});
+        c.post(&tables_path("keys3"), body)
+            .await
+            .assert_error(400, "BadRequestException");
+    }
+    let listed = c.get(&tables_path("keys3")).await.assert_ok(200)["identifiers"].clone();
+    assert_eq!(listed, json!([{"namespace": ["keys3"], "name": "t"}]));
+}

@@ -9,7 +9,10 @@
 //!   `FLOE_MODE=read`, a table that exists, with columns `id` long and `name` string).
 //!
 //! With `FLOE_MODE=read` it only loads that table and scans it with the vended credentials,
-//! printing the rows. Otherwise it creates the namespace and the table, writes one Parquet data file through iceberg-rust's
+//! printing the rows. With `FLOE_MODE=v3` it creates a format-version 3 table, appends to it
+//! twice (each append numbering its rows from the table's `next-row-id`, as iceberg-rust's
+//! snapshot producer does), and prints each snapshot's row range, the table's `next-row-id` and
+//! the rows scanned back. Otherwise it creates the namespace and the table, writes one Parquet data file through iceberg-rust's
 //! writer stack with the FileIO that the catalog's answer configured (the vended credentials),
 //! commits it with a fast append, reloads the table and scans it back, and checks that the
 //! credentials handed out with createTable last at least 55 minutes. Any failure exits non-zero
@@ -234,8 +237,10 @@ async fn run() -> Result<serde_json::Value, Failure> {
 
     let namespace_name = namespace;
     let namespace = NamespaceIdent::new(namespace_name.clone());
-    if std::env::var("FLOE_MODE").as_deref() == Ok("read") {
-        return read_existing(&catalog, TableIdent::new(namespace, table_name)).await;
+    match std::env::var("FLOE_MODE").as_deref() {
+        Ok("read") => return read_existing(&catalog, TableIdent::new(namespace, table_name)).await,
+        Ok("v3") => return write_v3(&catalog, namespace, table_name).await,
+        _ => {}
     }
     catalog
         .create_namespace(&namespace, HashMap::new())
@@ -342,6 +347,68 @@ async fn read_existing(
         "table": ident.to_string(),
         "metadata_location": table.metadata_location(),
         "rows": rows,
+    }))
+}
+
+/// Creates a v3 table and appends `rows()` to it twice, reloading in between (a commit's answer
+/// has no credentials); reports the row lineage the catalog kept.
+async fn write_v3(
+    catalog: &impl Catalog,
+    namespace: NamespaceIdent,
+    table_name: String,
+) -> Result<serde_json::Value, Failure> {
+    catalog
+        .create_namespace(&namespace, HashMap::new())
+        .await
+        .context("creating the namespace")?;
+    let ident = TableIdent::new(namespace.clone(), table_name);
+    let creation = TableCreation::builder()
+        .name(ident.name().to_owned())
+        .schema(schema()?)
+        .properties(HashMap::from([(
+            "format-version".to_owned(),
+            "3".to_owned(),
+        )]))
+        .build();
+    catalog
+        .create_table(&namespace, creation)
+        .await
+        .context(format!("creating the v3 table {ident}"))?;
+    for round in 1..=2 {
+        let table = catalog
+            .load_table(&ident)
+            .await
+            .context(format!("loading {ident} before append {round}"))?;
+        let data_files = write_data_file(&table).await?;
+        let transaction = Transaction::new(&table);
+        let transaction = transaction
+            .fast_append()
+            .add_data_files(data_files)
+            .apply(transaction)
+            .context("preparing the fast append")?;
+        transaction
+            .commit(catalog)
+            .await
+            .context(format!("committing append {round} to {ident}"))?;
+    }
+    let table = catalog
+        .load_table(&ident)
+        .await
+        .context(format!("reloading {ident}"))?;
+    let metadata = table.metadata();
+    let mut snapshots: Vec<_> = metadata.snapshots().collect();
+    snapshots.sort_by_key(|s| s.sequence_number());
+    let ranges: Vec<serde_json::Value> = snapshots
+        .iter()
+        .map(|s| json!({"first_row_id": s.first_row_id(), "added_rows": s.added_rows_count()}))
+        .collect();
+    let rows_read = scan(&table).await?;
+    Ok(json!({
+        "table": ident.to_string(),
+        "format_version": format!("{}", metadata.format_version()),
+        "next_row_id": metadata.next_row_id(),
+        "snapshots": ranges,
+        "rows_read": rows_read.len(),
     }))
 }
 
