@@ -97,6 +97,9 @@ ROUTES = [
 
 # The management API (floe-management), relative to /api/v1; `{org}` is `demo`.
 USER = "user:events-user"
+# A dropped table's uuid that nothing in the events' org has (what restores: tests/http/recovery.rs).
+DROPPED_UUID = "0193a0d2-7c1e-7000-8000-00000000d20b"
+
 MANAGEMENT_ROUTES = [
     ("create-org", "POST", "/orgs", {}, {}, {"name": "events_org"}),
     ("update-org", "PATCH", "/orgs/{org}", {}, {}, {"iceberg_enabled": True}),
@@ -115,6 +118,12 @@ MANAGEMENT_ROUTES = [
      {"immediate": "true"}, None),
     ("restore-namespace", "POST", "/orgs/{org}/namespaces/{namespace}/restore", {"namespace": "events_dropped"},
      {}, None),
+    ("list-dropped-tables", "GET", "/orgs/{org}/namespaces/{namespace}/deleted-tables", {"namespace": "events_ns"},
+     {}, None),
+    ("restore-dropped-table", "POST", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}/restore",
+     {"namespace": "events_ns", "table_uuid": DROPPED_UUID}, {}, {"name": "events_restored"}),
+    ("purge-dropped-table", "DELETE", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}",
+     {"namespace": "events_ns", "table_uuid": DROPPED_UUID}, {}, None),
     ("get-namespace-settings", "GET", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {}, None),
     ("update-namespace-settings", "PATCH", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {},
      {"description": "Events from API Gateway"}),

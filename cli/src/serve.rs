@@ -210,51 +210,41 @@ async fn purge_once(settings: &Settings) -> Result<(), String> {
     let (catalog, _) = floe::deployment::open_catalog(settings)
         .await
         .map_err(|e| e.to_string())?;
-    let report = catalog
-        .namespaces
-        .purge_expired(
-            SystemClock.now_ms(),
-            floe::catalog::purge::RECOVERY_PERIOD,
-            floe::catalog::purge::NAMESPACES_PER_RUN,
-        )
+    let run = catalog
+        .purge_due(SystemClock.now_ms())
         .await
         .map_err(|e| e.to_string())?;
     eprintln!(
-        "Purged {} namespace(s), {} object(s) deleted, {} failed",
-        report.purged.len(),
-        report.objects_deleted,
-        report.failed.len()
+        "Purged {} dropped table(s) and {} namespace(s), {} object(s) deleted, {} failed",
+        run.tables.purged.len(),
+        run.namespaces.purged.len(),
+        run.tables.objects_deleted + run.namespaces.objects_deleted,
+        run.failures().len()
     );
     println!(
         "{}",
-        serde_json::to_string(&report).map_err(|e| e.to_string())?
+        serde_json::to_string(&run).map_err(|e| e.to_string())?
     );
-    if report.failed.is_empty() {
+    let failures = run.failures();
+    if failures.is_empty() {
         Ok(())
     } else {
-        Err(format!("purge failed for {}", report.failed.join(", ")))
+        Err(format!("purge failed for {}", failures.join(", ")))
     }
 }
 
-/// The purge beside the server: a run every `interval`, and one at once when an immediate
-/// delete asks (a request during a run starts another right after it).
+/// The purge beside the server: a run every `interval`, and one at once when an admin asks for
+/// a purge now (a request during a run starts another right after it).
 async fn purge_beside_server(catalog: std::sync::Arc<floe::catalog::Catalog>, interval: Duration) {
     let wanted = catalog.core.purge_wanted.clone();
     loop {
-        match catalog
-            .namespaces
-            .purge_expired(
-                SystemClock.now_ms(),
-                floe::catalog::purge::RECOVERY_PERIOD,
-                floe::catalog::purge::NAMESPACES_PER_RUN,
-            )
-            .await
-        {
-            Ok(report) if report.purged.is_empty() && report.failed.is_empty() => {}
-            Ok(report) => tracing::info!(
-                purged = report.purged.len(),
-                failed = report.failed.len(),
-                objects_deleted = report.objects_deleted,
+        match catalog.purge_due(SystemClock.now_ms()).await {
+            Ok(run) if !run.did_anything() => {}
+            Ok(run) => tracing::info!(
+                tables_purged = run.tables.purged.len(),
+                namespaces_purged = run.namespaces.purged.len(),
+                failed = run.failures().len(),
+                objects_deleted = run.tables.objects_deleted + run.namespaces.objects_deleted,
                 "purge run finished"
             ),
             Err(e) => tracing::error!(error = %e, "purge run could not list its candidates"),

@@ -75,12 +75,16 @@ impl Server {
 
     /// Iceberg REST POST (to create namespaces the management API then administers).
     fn iceberg_post(&self, path: &str, body: &Value) -> u16 {
+        self.iceberg("POST", path, &body.to_string())
+    }
+
+    /// An Iceberg REST request as the admin; its status.
+    fn iceberg(&self, method: &str, path: &str, body: &str) -> u16 {
         let host = self.url.trim_start_matches("http://");
-        let body = body.to_string();
         let mut stream = TcpStream::connect(host).unwrap();
         write!(
             stream,
-            "POST /iceberg{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {ADMIN}\r\n\
+            "{method} /iceberg{path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {ADMIN}\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         )
@@ -791,6 +795,99 @@ fn files_under(location: &str) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+fn dropped_tables_are_listed_restored_and_purged() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start_with(data.path(), &[("FLOE_PURGE_INTERVAL_SECS", "0")]);
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["sales"]})),
+        200
+    );
+    let table = json!({"name": "orders", "schema": {"type": "struct", "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": true}]}});
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces/sales/tables", &table),
+        200
+    );
+    assert_eq!(
+        s.iceberg("DELETE", "/v1/demo/namespaces/sales/tables/orders", ""),
+        204
+    );
+
+    let listed = s
+        .floe(cwd, Some(ADMIN), &["tables", "deleted", "demo", "sales"])
+        .ok();
+    assert!(listed.stdout.starts_with("NAME"), "{listed:#?}");
+    assert!(listed.stdout.contains("orders") && listed.stdout.contains("deleted"));
+    let listed = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["tables", "deleted", "demo", "sales", "--json"],
+        )
+        .json();
+    let uuid = listed["tables"][0]["table-uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let restored = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "tables",
+                "restore",
+                "demo",
+                "sales",
+                &uuid,
+                "--name",
+                "orders_v1",
+            ],
+        )
+        .ok();
+    assert!(
+        restored.stdout.contains("Restored table sales.orders_v1"),
+        "{restored:#?}"
+    );
+    // Nothing recoverable has that uuid any more: exit code 5, as for every 404.
+    s.floe(
+        cwd,
+        Some(ADMIN),
+        &["tables", "restore", "demo", "sales", &uuid],
+    )
+    .expect(5);
+    assert_eq!(
+        s.iceberg("DELETE", "/v1/demo/namespaces/sales/tables/orders_v1", ""),
+        204
+    );
+    let purge = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["tables", "purge", "demo", "sales", &uuid],
+        )
+        .ok();
+    assert!(
+        purge.stdout.contains("can no longer be restored"),
+        "{purge:#?}"
+    );
+    drop(s);
+
+    let env = [
+        ("FLOE_DATA_DIR", data.path().to_str().unwrap()),
+        ("FLOE_DEV_ORG", "demo"),
+    ];
+    let purged = run(cwd, &env, None, &["admin", "purge"]).ok();
+    let report: Value = serde_json::from_str(&purged.stdout).unwrap();
+    assert_eq!(
+        report["tables"]["purged"],
+        json!([format!("demo/sales/orders_v1@{uuid}")]),
+        "{purged:#?}"
+    );
+}
+
+#[test]
 fn namespace_lifecycle_and_purges() {
     let data = tempdir();
     let cwd = tempdir();
@@ -884,7 +981,11 @@ fn namespace_lifecycle_and_purges() {
     ];
     let purged = run(cwd, &env, None, &["admin", "purge"]).ok();
     let report: Value = serde_json::from_str(&purged.stdout).unwrap();
-    assert_eq!(report["purged"], json!(["demo/sales"]), "{purged:#?}");
+    assert_eq!(
+        report["namespaces"]["purged"],
+        json!(["demo/sales"]),
+        "{purged:#?}"
+    );
     assert!(files_under(&sales).is_empty());
     assert!(!files_under(&scratch).is_empty());
 

@@ -211,11 +211,14 @@ impl Function {
             // not buckets; adding a bucket configuration lists one key under its root with its
             // credentials (the reachability check) and seals its static keys' secret; making a
             // bucket the default opens it (the check that it can back Iceberg storage).
+            // Restoring a dropped table puts its row back holding the name's view row absent
+            // (a condition check) and its dropped row deleted, in one write.
             Function::Management => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
                 Store(StoreUse::Delete),
+                Store(StoreUse::Check),
                 Objects(ObjectUse::List),
                 Secrets(SecretUse::Seal),
                 Secrets(SecretUse::Open),

@@ -4,8 +4,7 @@
 
 use floe::authz::Action;
 use floe::bootstrap;
-use floe::clock::SystemClock;
-use floe::model::{Principal, PrincipalKind, Visibility};
+use floe::model::Visibility;
 use floe::store::rows::{ServiceAdminRow, keys};
 use floe::store::{Condition, rows};
 use floe_tests::*;
@@ -88,20 +87,6 @@ fn allowed(who: Who, namespace: &str, table: Option<&str>, needs: Action) -> boo
 struct Caller {
     who: Who,
     token: String,
-}
-
-async fn principal_without_role(c: &TestCatalog, name: &str) -> (Principal, String) {
-    let principal = Principal {
-        id: format!("api-client:{name}"),
-        kind: PrincipalKind::ApiClient,
-        name: name.into(),
-        email: Some(format!("{name}@acme.test")),
-    };
-    let token = floe::auth::generate_token();
-    bootstrap::register_token(&*c.store, &SystemClock, &principal, &token)
-        .await
-        .unwrap();
-    (principal, token)
 }
 
 /// The org as the matrix needs it, and a token per principal kind.
@@ -766,17 +751,9 @@ async fn every_principal_every_target_every_route() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-async fn admin_context(c: &TestCatalog) -> floe::catalog::OrgContext {
-    c.catalog
-        .core
-        .lookups
-        .org_context(&bootstrap::dev_admin(ORG), ORG)
-        .await
-        .unwrap()
-}
-
-/// Table grants are bound to names: they survive drop-and-recreate, and a rename carries them
-/// to the new name, merged with grants already there (the higher action wins).
+/// Table grants are bound to names: a drop keeps them with the dropped table (a new table of the
+/// name does not inherit them; a restore brings them back), and a rename carries them to the new
+/// name, merged with grants already there (the higher action wins).
 #[tokio::test]
 async fn table_grants_follow_names_across_drop_recreate_and_rename() {
     let c = TestCatalog::new().await;
@@ -804,9 +781,27 @@ async fn table_grants_follow_names_across_drop_recreate_and_rename() {
         }
     };
     assert_eq!(load("a").await, 200);
+    let dropped_uuid = c.get(&table_path("gg", "a")).await.assert_ok(200)["metadata"]["table-uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(c.delete(&table_path("gg", "a")).await.status.as_u16(), 204);
     c.create_table("gg", "a").await;
-    assert_eq!(load("a").await, 200, "the grant outlives the dropped table");
+    assert_eq!(
+        load("a").await,
+        403,
+        "the grant went with the dropped table: a new table of its name does not inherit it"
+    );
+    assert_eq!(c.delete(&table_path("gg", "a")).await.status.as_u16(), 204);
+    c.management(
+        Method::POST,
+        &format!("/orgs/{ORG}/namespaces/gg/deleted-tables/{dropped_uuid}/restore"),
+        ADMIN_TOKEN,
+        None,
+    )
+    .await
+    .assert_ok(200);
+    assert_eq!(load("a").await, 200, "and comes back with it");
 
     let rename = json!({
         "source": {"namespace": ["gg"], "name": "a"},

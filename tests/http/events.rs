@@ -120,6 +120,17 @@ async fn every_change_records_exactly_one_event_with_its_fields() {
     c.delete(&table_path("sales", "orders_v2"))
         .await
         .assert_ok(204);
+    admin(
+        &c,
+        Method::POST,
+        &format!("/namespaces/sales/deleted-tables/{uuid}/restore"),
+        None,
+    )
+    .await
+    .assert_ok(200);
+    c.delete(&table_path("sales", "orders_v2"))
+        .await
+        .assert_ok(204);
     c.delete(&ns_path("sales")).await.assert_ok(204);
     admin(&c, Method::POST, "/namespaces/sales/restore", None)
         .await
@@ -147,13 +158,17 @@ async fn every_change_records_exactly_one_event_with_its_fields() {
             "io.floe.grant.changed",
             "io.floe.namespace.visibility-changed",
             "io.floe.table.dropped",
+            "io.floe.table.restored",
+            "io.floe.table.dropped",
             "io.floe.namespace.dropped",
             "io.floe.namespace.restored",
             "io.floe.namespace.dropped",
+            // The namespace's purge takes its dropped table first.
+            "io.floe.table.purged",
             "io.floe.namespace.purged",
         ]
     );
-    assert_eq!(sequences(&events), (1..=13).collect::<Vec<_>>());
+    assert_eq!(sequences(&events), (1..=16).collect::<Vec<_>>());
     for (i, event) in events.iter().enumerate() {
         assert_eq!(event["specversion"], "1.0");
         assert_eq!(event["source"], format!("/orgs/{ORG}"));
@@ -200,7 +215,14 @@ async fn every_change_records_exactly_one_event_with_its_fields() {
         events[8]["data"]["previous-metadata-location"],
         second_location
     );
-    assert_eq!(events[12]["data"]["principal"]["id"], "floe:purge");
+    assert_eq!(events[9]["data"]["table"], "orders_v2");
+    assert_eq!(events[9]["data"]["table-uuid"], uuid);
+    assert_eq!(events[9]["data"]["metadata-location"], second_location);
+    for purged in [&events[14], &events[15]] {
+        assert_eq!(purged["data"]["principal"]["id"], "floe:purge");
+    }
+    assert_eq!(events[14]["data"]["table-uuid"], uuid);
+    assert_eq!(events[14]["subject"], "namespaces/sales/tables/orders_v2");
 }
 
 #[tokio::test]

@@ -764,11 +764,36 @@ async fn every_function_uses_exactly_what_it_declares() {
     let (status, _) = call_ui(d, Method::GET, "/ui/", Some(&cookie), None).await;
     assert_eq!(status, 200, "the sign-in page");
 
-    // Tables again: drop; then the namespace goes.
+    // Tables again: drop; list, restore and drop again, purge one now; then the namespace
+    // goes.
     for table in ["t2", "staged"] {
         let dropped = call(d, Method::DELETE, &format!("{tables}/{table}"), None).await;
         assert_eq!(dropped.status.as_u16(), 204);
     }
+    let deleted_tables = format!("{org}/namespaces/ns/deleted-tables");
+    let listed = management(Method::GET, deleted_tables.clone(), None).await;
+    let uuids: Vec<String> = listed.assert_ok(200)["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table-uuid"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(uuids.len(), 2);
+    management(
+        Method::POST,
+        format!("{deleted_tables}/{}/restore", uuids[0]),
+        Some(json!({"name": "restored"})),
+    )
+    .await
+    .assert_ok(200);
+    call(d, Method::DELETE, &format!("{tables}/restored"), None).await;
+    management(
+        Method::DELETE,
+        format!("{deleted_tables}/{}", uuids[1]),
+        None,
+    )
+    .await
+    .assert_ok(204);
     call(d, Method::DELETE, &format!("{namespaces}/ns"), None).await;
 
     // The change events of all of the above.
@@ -783,13 +808,13 @@ async fn every_function_uses_exactly_what_it_declares() {
     // The purge, once the recovery period has passed.
     recorder.set(Some(Function::Purge));
     let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
-    let report = d.instances[&Function::Purge]
-        .namespaces
-        .purge_expired(later, RECOVERY_PERIOD, 100)
+    let run = d.instances[&Function::Purge]
+        .purge_due(later)
         .await
         .unwrap();
     recorder.set(None);
-    assert_eq!(report.purged.len(), 2, "{report:?}");
+    assert_eq!(run.tables.purged.len(), 2, "{run:?}");
+    assert_eq!(run.namespaces.purged.len(), 2, "{run:?}");
 
     let called = d.called.lock().unwrap().clone();
     let every_route: BTreeSet<String> = floe::routes::ROUTES

@@ -20,6 +20,7 @@ mod oidc;
 mod parity;
 mod persistence;
 mod purge;
+mod recovery;
 mod register;
 mod signing;
 mod tables;

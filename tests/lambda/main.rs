@@ -219,6 +219,9 @@ fn expected_status(file: &str) -> u16 {
         "sign-request.json" => 400,
         // The file it names lies in no storage of the org (what registers: tests/http/register.rs).
         "register-table.json" | "register-view.json" => 400,
+        // No table of that uuid was dropped in the events' org (what restores and purges:
+        // tests/http/recovery.rs).
+        "restore-dropped-table.json" | "purge-dropped-table.json" => 404,
         // Signing in and out answer with a redirect to the web view's first page.
         "ui-sign-in.json" | "ui-sign-out.json" => 303,
         // A page without a session is the sign-in page, as a 401.
@@ -478,7 +481,7 @@ async fn the_schedule_event_runs_the_purge() {
         .await
         .unwrap();
     // Nothing has been deleted for seven days yet.
-    assert!(report.purged.is_empty());
+    assert!(!report.did_anything(), "{report:?}");
 }
 
 #[tokio::test]

@@ -828,3 +828,31 @@ impl std::io::Write for CapturedLog {
         Ok(())
     }
 }
+
+/// An api client with a token and no org role: it sees only what grants give it.
+pub async fn principal_without_role(
+    c: &TestCatalog,
+    name: &str,
+) -> (floe::model::Principal, String) {
+    let principal = floe::model::Principal {
+        id: format!("api-client:{name}"),
+        kind: floe::model::PrincipalKind::ApiClient,
+        name: name.into(),
+        email: Some(format!("{name}@acme.test")),
+    };
+    let token = floe::auth::generate_token();
+    bootstrap::register_token(&*c.store, &SystemClock, &principal, &token)
+        .await
+        .unwrap();
+    (principal, token)
+}
+
+/// The org context of the dev admin, for calling services directly.
+pub async fn admin_context(c: &TestCatalog) -> floe::catalog::OrgContext {
+    c.catalog
+        .core
+        .lookups
+        .org_context(&bootstrap::dev_admin(ORG), ORG)
+        .await
+        .unwrap()
+}

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use super::session::{Session, parse, print_raw};
 use super::{
     ApiClientsCommand, BucketsCommand, Command, EXIT_SERVER, Failure, GrantsCommand, MemberRole,
-    MembersCommand, NamespaceCommand, OrgsCommand, TeamsCommand, Visibility, output, word,
+    MembersCommand, NamespaceCommand, OrgsCommand, TablesCommand, TeamsCommand, Visibility, output,
+    word,
 };
 
 pub async fn run(command: Command) -> Result<(), Failure> {
@@ -33,6 +34,10 @@ pub async fn run(command: Command) -> Result<(), Failure> {
             connection,
             command,
         } => namespace(&Session::open(&connection)?, command).await,
+        Command::Tables {
+            connection,
+            command,
+        } => tables(&Session::open(&connection)?, command).await,
         Command::Grants {
             connection,
             command,
@@ -197,6 +202,79 @@ async fn teams(s: &Session, command: TeamsCommand) -> Result<(), Failure> {
             .await?;
             s.done(format!(
                 "Removed {principal} from team '{team}' of org '{org}'."
+            ));
+            Ok(())
+        }
+    }
+}
+
+async fn tables(s: &Session, command: TablesCommand) -> Result<(), Failure> {
+    match command {
+        TablesCommand::Deleted { org, namespace } => {
+            let answer = s
+                .call(
+                    Method::GET,
+                    &["orgs", &org, "namespaces", &namespace, "deleted-tables"],
+                    &[],
+                    None,
+                )
+                .await?;
+            s.show(&answer, output::dropped_tables)
+        }
+        TablesCommand::Restore {
+            org,
+            namespace,
+            table_uuid,
+            name,
+        } => {
+            let body = name.map(|name| json!({ "name": name }));
+            let answer = s
+                .call(
+                    Method::POST,
+                    &[
+                        "orgs",
+                        &org,
+                        "namespaces",
+                        &namespace,
+                        "deleted-tables",
+                        &table_uuid,
+                        "restore",
+                    ],
+                    &[],
+                    body,
+                )
+                .await?;
+            let restored = super::session::parse(&answer)?;
+            s.done(format!(
+                "Restored table {namespace}.{} ({table_uuid}).",
+                restored["name"].as_str().unwrap_or_default()
+            ));
+            if s.json {
+                super::session::print_raw(&answer);
+            }
+            Ok(())
+        }
+        TablesCommand::Purge {
+            org,
+            namespace,
+            table_uuid,
+        } => {
+            s.call(
+                Method::DELETE,
+                &[
+                    "orgs",
+                    &org,
+                    "namespaces",
+                    &namespace,
+                    "deleted-tables",
+                    &table_uuid,
+                ],
+                &[],
+                None,
+            )
+            .await?;
+            s.done(format!(
+                "Dropped table {table_uuid} of {namespace} can no longer be restored; the purge deletes it on its next run."
             ));
             Ok(())
         }

@@ -116,6 +116,14 @@ pub enum Command {
         #[command(subcommand)]
         command: NamespaceCommand,
     },
+    /// List a namespace's dropped tables, restore one or purge one now.
+    #[command(after_help = EXIT_CODES)]
+    Tables {
+        #[command(flatten)]
+        connection: Connection,
+        #[command(subcommand)]
+        command: TablesCommand,
+    },
     /// List, set and remove grants on a namespace and its tables.
     #[command(after_help = EXIT_CODES)]
     Grants {
@@ -246,6 +254,31 @@ pub enum TeamsCommand {
         team: String,
         /// `user:<sub>` or `api_client:<id>`.
         principal: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum TablesCommand {
+    /// A namespace's dropped tables, newest first: when each was dropped and when the purge
+    /// takes it (write on the namespace).
+    Deleted { org: String, namespace: String },
+    /// Restore a dropped table with its grants, under its name or --name (write on the
+    /// namespace).
+    Restore {
+        org: String,
+        namespace: String,
+        /// The dropped table's uuid (`floe tables deleted` lists it).
+        table_uuid: String,
+        /// Restore under this name instead.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Purge a dropped table now: it can no longer be restored, and the purge deletes its
+    /// files on its next run (manage on the namespace).
+    Purge {
+        org: String,
+        namespace: String,
+        table_uuid: String,
     },
 }
 

@@ -312,6 +312,31 @@ pub fn namespaces(answer: &Value) -> String {
     )
 }
 
+/// A namespace's dropped tables.
+pub fn dropped_tables(answer: &Value) -> String {
+    let rows: Vec<Vec<String>> = items(answer, "tables")
+        .iter()
+        .map(|t| {
+            vec![
+                text(t, "name"),
+                text(t, "table-uuid"),
+                text(t, "state"),
+                text(t, "dropped-at"),
+                text(t, "purge-at"),
+                if t["purges-files"] == Value::Bool(false) {
+                    "kept".into()
+                } else {
+                    "deleted".into()
+                },
+            ]
+        })
+        .collect();
+    table(
+        &["NAME", "TABLE UUID", "STATE", "DROPPED", "PURGE", "FILES"],
+        &rows,
+    )
+}
+
 /// One namespace's lifecycle state.
 pub fn namespace_status(ns: &Value) -> String {
     fields(&[

@@ -69,29 +69,22 @@ pub fn fit_lambda_limits(router: axum::Router) -> axum::Router {
     ))
 }
 
-pub use floe::catalog::purge::NAMESPACES_PER_RUN as PURGE_NAMESPACES_PER_RUN;
-
-/// The scheduled purge: one bounded run; a run cut short is finished by the next.
+/// The scheduled purge: one bounded run over dropped tables and namespaces; a run cut short is
+/// finished by the next.
 pub async fn purge(
     catalog: &Catalog,
     event: lambda_runtime::LambdaEvent<serde_json::Value>,
-) -> Result<floe::catalog::purge::PurgeReport, lambda_runtime::Error> {
+) -> Result<floe::catalog::PurgeRun, lambda_runtime::Error> {
     use floe::clock::{Clock, SystemClock};
     tracing::info!(request_id = %event.context.request_id, "purge run started");
-    let report = catalog
-        .namespaces
-        .purge_expired(
-            SystemClock.now_ms(),
-            floe::catalog::purge::RECOVERY_PERIOD,
-            PURGE_NAMESPACES_PER_RUN,
-        )
-        .await?;
+    let run = catalog.purge_due(SystemClock.now_ms()).await?;
     tracing::info!(
-        purged = report.purged.len(),
-        failed = report.failed.len(),
-        objects_deleted = report.objects_deleted,
-        skipped = report.skipped,
+        tables_purged = run.tables.purged.len(),
+        namespaces_purged = run.namespaces.purged.len(),
+        failed = run.failures().len(),
+        objects_deleted = run.tables.objects_deleted + run.namespaces.objects_deleted,
+        skipped = run.tables.skipped + run.namespaces.skipped,
         "purge run finished"
     );
-    Ok(report)
+    Ok(run)
 }

@@ -83,12 +83,54 @@ impl Catalog {
         }
     }
 
+    /// One run of the purge: dropped tables whose recovery period has passed (or asked for
+    /// now), then soft-deleted namespaces, each bounded per run. Fails only when candidates
+    /// cannot be listed.
+    pub async fn purge_due(&self, now_ms: u64) -> crate::error::Result<PurgeRun> {
+        let tables = self
+            .tables
+            .purge_dropped(now_ms, purge::RECOVERY_PERIOD, tables::TABLES_PER_RUN)
+            .await?;
+        let namespaces = self
+            .namespaces
+            .purge_expired(now_ms, purge::RECOVERY_PERIOD, purge::NAMESPACES_PER_RUN)
+            .await?;
+        Ok(PurgeRun { tables, namespaces })
+    }
+
     /// Forgets every remembered token, row and metadata file, as a newly started instance
     /// (another Lambda, say) would: for tests that play two instances with one.
     pub fn forget_cached(&self) {
         self.core.authn.clear();
         self.core.lookups.clear_all();
         self.metadata.clear();
+    }
+}
+
+/// What one purge run did, for dropped tables and for namespaces.
+#[derive(Debug, Default, Clone, serde::Serialize, PartialEq, Eq)]
+pub struct PurgeRun {
+    pub tables: tables::DroppedPurgeReport,
+    pub namespaces: purge::PurgeReport,
+}
+
+impl PurgeRun {
+    /// Whether anything was purged or failed.
+    pub fn did_anything(&self) -> bool {
+        !(self.tables.purged.is_empty()
+            && self.tables.failed.is_empty()
+            && self.namespaces.purged.is_empty()
+            && self.namespaces.failed.is_empty())
+    }
+
+    /// Everything that failed, as reports name it.
+    pub fn failures(&self) -> Vec<String> {
+        self.tables
+            .failed
+            .iter()
+            .chain(&self.namespaces.failed)
+            .cloned()
+            .collect()
     }
 }
 

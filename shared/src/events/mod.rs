@@ -44,6 +44,10 @@ pub enum Kind {
     TableRegistered,
     #[serde(rename = "io.floe.table.unregistered")]
     TableUnregistered,
+    #[serde(rename = "io.floe.table.restored")]
+    TableRestored,
+    #[serde(rename = "io.floe.table.purged")]
+    TablePurged,
     #[serde(rename = "io.floe.view.created")]
     ViewCreated,
     #[serde(rename = "io.floe.view.replaced")]
@@ -80,6 +84,8 @@ impl Kind {
             Kind::TableDropped => "io.floe.table.dropped",
             Kind::TableRegistered => "io.floe.table.registered",
             Kind::TableUnregistered => "io.floe.table.unregistered",
+            Kind::TableRestored => "io.floe.table.restored",
+            Kind::TablePurged => "io.floe.table.purged",
             Kind::ViewCreated => "io.floe.view.created",
             Kind::ViewReplaced => "io.floe.view.replaced",
             Kind::ViewRenamed => "io.floe.view.renamed",
@@ -341,7 +347,9 @@ pub fn sequence_text(sequence: u64) -> String {
     format!("{sequence:020}")
 }
 
-fn rfc3339(time_ms: u64) -> String {
+/// A time in milliseconds as RFC 3339 (UTC, milliseconds), as events and the management API
+/// show times.
+pub fn rfc3339(time_ms: u64) -> String {
     chrono::DateTime::from_timestamp_millis(time_ms as i64)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

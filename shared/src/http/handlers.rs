@@ -473,9 +473,13 @@ pub async fn drop_table(
 ) -> Answer {
     let ctx = in_org(&s, &p, &params).await?.holding(key);
     let (ns, table) = params.table()?;
-    // purgeRequested is accepted and validated, but nothing is deleted from storage.
-    let _purge = q.flag("purgeRequested")?;
-    s.catalog.tables.drop_table(&ctx, &ns, &table).await?;
+    // The table stays recoverable either way; purgeRequested has its files deleted when the
+    // recovery period ends even where the namespace keeps dropped tables' data.
+    let purge = q.flag("purgeRequested")?;
+    s.catalog
+        .tables
+        .drop_table(&ctx, &ns, &table, purge)
+        .await?;
     Ok(no_content())
 }
 

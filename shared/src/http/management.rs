@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
@@ -14,6 +15,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::extract::{Authenticated, JsonBody, Params, QueryMap};
 use crate::authz::Action;
+use crate::catalog::tables::RestoreRequest;
 use crate::catalog::{BucketRequest, DeleteOptions, NamespacePatch, OrgContext, display_principal};
 use crate::error::CatalogError;
 use crate::model::OrgRole;
@@ -49,6 +51,15 @@ pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
     route("PATCH", "/orgs/{org}/namespaces/{namespace}"),
     route("DELETE", "/orgs/{org}/namespaces/{namespace}"),
     route("POST", "/orgs/{org}/namespaces/{namespace}/restore"),
+    route("GET", "/orgs/{org}/namespaces/{namespace}/deleted-tables"),
+    route(
+        "POST",
+        "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}/restore",
+    ),
+    route(
+        "DELETE",
+        "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}",
+    ),
     route("GET", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("PUT", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("DELETE", "/orgs/{org}/namespaces/{namespace}/grants"),
@@ -92,6 +103,13 @@ fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
         ("PATCH", "/orgs/{org}/namespaces/{namespace}") => patch(patch_namespace),
         ("DELETE", "/orgs/{org}/namespaces/{namespace}") => delete(delete_namespace),
         ("POST", "/orgs/{org}/namespaces/{namespace}/restore") => post(restore_namespace),
+        ("GET", "/orgs/{org}/namespaces/{namespace}/deleted-tables") => get(list_dropped_tables),
+        ("POST", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}/restore") => {
+            post(restore_dropped_table)
+        }
+        ("DELETE", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}") => {
+            delete(purge_dropped_table)
+        }
         ("GET", "/orgs/{org}/namespaces/{namespace}/grants") => get(list_grants),
         ("PUT", "/orgs/{org}/namespaces/{namespace}/grants") => put(put_grant),
         ("DELETE", "/orgs/{org}/namespaces/{namespace}/grants") => delete(delete_grant),
@@ -330,6 +348,56 @@ async fn restore_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: P
         .namespaces
         .restore_namespace(&ctx, param(&path, "namespace")?)
         .await?)
+}
+
+async fn list_dropped_tables(
+    State(s): State<AppState>,
+    InOrg(ctx): InOrg,
+    path: PathMap,
+) -> Answer {
+    ok(serde_json::json!({
+        "tables": s.catalog.tables.dropped_tables(&ctx, param(&path, "namespace")?).await?
+    }))
+}
+
+async fn restore_dropped_table(
+    State(s): State<AppState>,
+    InOrg(ctx): InOrg,
+    path: PathMap,
+    body: Bytes,
+) -> Answer {
+    // The body is optional: none (or an empty one) restores under the dropped name.
+    let request: RestoreRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RestoreRequest::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| CatalogError::BadRequest(format!("Malformed request body: {e}")))?
+    };
+    ok(s.catalog
+        .tables
+        .restore_table(
+            &ctx,
+            param(&path, "namespace")?,
+            param(&path, "table_uuid")?,
+            request,
+        )
+        .await?)
+}
+
+async fn purge_dropped_table(
+    State(s): State<AppState>,
+    InOrg(ctx): InOrg,
+    path: PathMap,
+) -> Answer {
+    s.catalog
+        .tables
+        .purge_dropped_now(
+            &ctx,
+            param(&path, "namespace")?,
+            param(&path, "table_uuid")?,
+        )
+        .await?;
+    no_content()
 }
 
 async fn get_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {

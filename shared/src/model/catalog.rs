@@ -139,6 +139,38 @@ pub struct ViewRow {
     pub created_ms: u64,
 }
 
+/// A dropped table, recoverable until its purge: its row as it was when dropped, the
+/// table-grain grants that named it (moved here so that a new table of the same name does not
+/// inherit them), and the purge's bookkeeping. Its directory stays claimed until the purge.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DroppedTableRow {
+    pub org: String,
+    /// The namespace's name when the table was dropped (`table.namespace_id` is its id).
+    pub namespace: String,
+    pub table: TableRow,
+    pub dropped_ms: u64,
+    #[serde(default)]
+    pub grants: Vec<super::GrantRow>,
+    /// Whether the purge deletes the table's files (else it removes only what the catalog
+    /// keeps: rows, claims, grants). True unless the namespace's policy keeps dropped tables'
+    /// data and the drop did not ask for a purge.
+    pub purge_files: bool,
+    /// An admin asked for the purge now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_requested_ms: Option<u64>,
+    /// Set when the purge fenced the table: from then on it cannot be restored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purging: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub purge_attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_last_error: Option<String>,
+    /// Where the purge index orders it, when not by `dropped_ms` (an immediate request, or
+    /// the next attempt after a failed one), as for namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_index_ms: Option<u64>,
+}
+
 impl TableRow {
     /// The directory the table owns.
     pub fn directory(&self) -> &str {

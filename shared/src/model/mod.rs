@@ -14,5 +14,7 @@ pub use bucket::{
     BucketAuth, BucketRow, Platform, S3Defaults, bucket_endpoint, parse_bucket_url, parse_gs_url,
     parse_s3_url, s3_client_config,
 };
-pub use catalog::{NamespaceRow, OrgRow, TableRow, TableStorage, ViewRow, Visibility};
+pub use catalog::{
+    DroppedTableRow, NamespaceRow, OrgRow, TableRow, TableStorage, ViewRow, Visibility,
+};
 pub use principal::{OrgRole, Principal, PrincipalKind};

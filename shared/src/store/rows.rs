@@ -181,6 +181,23 @@ pub mod keys {
         Key::new(format!("NS#{namespace_id}"), format!("{VIEW_PREFIX}{name}"))
     }
     pub const VIEW_PREFIX: &str = "VIEW#";
+    /// A dropped table, recoverable until its purge, by its uuid.
+    pub fn dropped_table(namespace_id: &str, table_uuid: &str) -> Key {
+        Key::new(
+            namespace_partition(namespace_id),
+            format!("{DROPPED_TABLE_PREFIX}{table_uuid}"),
+        )
+    }
+    pub const DROPPED_TABLE_PREFIX: &str = "DROPPED#";
+    /// Partition of the sparse index entry of every dropped table.
+    pub const DROPPED_TABLES: &str = "DROPPED_TABLES";
+    /// Index entry of a dropped table, ordered by when the purge takes it.
+    pub fn dropped_table_due(due_ms: u64, namespace_id: &str, table_uuid: &str) -> Key {
+        Key::new(
+            DROPPED_TABLES,
+            format!("{}#{namespace_id}#{table_uuid}", deleted_sort_key(due_ms)),
+        )
+    }
     /// Claim of a table directory (its last path segment) inside a namespace.
     pub fn directory_claim(namespace_id: &str, segment: &str) -> Key {
         Key::new(format!("NS#{namespace_id}"), format!("DIR#{segment}"))

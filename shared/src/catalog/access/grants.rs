@@ -379,6 +379,66 @@ impl AccessService {
         Ok(writes)
     }
 
+    /// The grants on table `name`, and the writes that remove them (listing rows and grantee
+    /// entries), for a drop that keeps them with the dropped table. Bounded like a rename's.
+    pub(crate) async fn detach_grants(
+        store: &dyn MetaStore,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        name: &str,
+    ) -> Result<(Vec<GrantRow>, Vec<Write>)> {
+        let held = Self::grants_on(store, ns, name).await?;
+        if held.len() > MAX_CARRIED_GRANTS {
+            return Err(CatalogError::CommitFailed(format!(
+                "Table {}.{name} has {} grants; a drop keeps at most {MAX_CARRIED_GRANTS} for its recovery: remove some first",
+                ns.name,
+                held.len()
+            )));
+        }
+        let mut by_principal: BTreeMap<String, GrantRow> = BTreeMap::new();
+        let mut writes = Vec::with_capacity(held.len() * 2);
+        for (listed_at, grant) in held {
+            writes.push(Write::Delete {
+                key: listed_at,
+                condition: Condition::Always,
+            });
+            writes.push(Write::Delete {
+                key: keys::grantee(&ctx.org.name, &grant.principal, &ns.id, Some(name)),
+                condition: Condition::Always,
+            });
+            let kept = by_principal
+                .entry(grant.principal.clone())
+                .or_insert_with(|| grant.clone());
+            kept.action = kept.action.max(grant.action);
+        }
+        Ok((by_principal.into_values().collect(), writes))
+    }
+
+    /// The writes that give `grants` (kept by a drop) to table `name` of `ns` again.
+    pub(crate) fn reattach_grants(
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        name: &str,
+        grants: &[GrantRow],
+    ) -> Vec<Write> {
+        let mut writes = Vec::with_capacity(grants.len() * 2);
+        for grant in grants {
+            let row = GrantRow {
+                principal: grant.principal.clone(),
+                namespace_id: ns.id.clone(),
+                table: Some(name.to_owned()),
+                action: grant.action,
+            };
+            for key in [
+                keys::grant(&ns.id, Some(name), &grant.principal),
+                keys::grantee(&ctx.org.name, &grant.principal, &ns.id, Some(name)),
+            ] {
+                writes.push(rows::put(key, &row, Condition::Always));
+            }
+        }
+        writes
+    }
+
     /// The listing rows of the grants on one table, each with the key it lies at: under
     /// [`keys::grants_on`] and, for rows written before components were escaped, under
     /// [`keys::legacy_grants_on`]. A row is taken by the table its body names, never by where

@@ -123,7 +123,7 @@ pub fn index_key(ns: &NamespaceRow) -> Option<Key> {
 
 /// Where an immediate request puts a namespace in the purge index: before every namespace
 /// deleted in the ordinary way, so the next run takes it first.
-const IMMEDIATE_INDEX_MS: u64 = 0;
+pub(crate) const IMMEDIATE_INDEX_MS: u64 = 0;
 
 /// Marks a soft-deleted namespace for purging now rather than after the recovery period.
 pub fn request_immediate(ns: &mut NamespaceRow, now_ms: u64) {
@@ -143,7 +143,7 @@ pub fn due_ms(ns: &NamespaceRow, recovery: Duration) -> Option<u64> {
 }
 
 /// The wait before the next attempt on a namespace that has failed `attempts` times.
-fn backoff(attempts: u32) -> Duration {
+pub(crate) fn backoff(attempts: u32) -> Duration {
     let doublings = attempts.saturating_sub(1).min(16);
     RETRY_BACKOFF
         .saturating_mul(1 << doublings)
@@ -167,7 +167,7 @@ fn label(key: &Key) -> String {
 }
 
 /// Who a purge's event names: the catalog itself, not the admin who dropped the namespace.
-fn purger() -> Principal {
+pub(crate) fn purger() -> Principal {
     Principal {
         id: "floe:purge".into(),
         kind: PrincipalKind::ApiClient,
@@ -268,6 +268,9 @@ impl NamespaceService {
                 }
             }
         };
+        // Dropped tables first: one with a storage override keeps its files outside the
+        // namespace's prefix, and each one's directory claim and grants go with it.
+        self.purge_dropped_tables(&ns.row, deleted).await?;
         empty_prefix(&self.core, &*objects, &ns.row, deleted).await?;
         self.remove_namespace_leftovers(&ns.row).await?;
         if self.remove_namespace(&ns.row, version, &bucket).await? {
@@ -282,35 +285,51 @@ impl NamespaceService {
         }
     }
 
+    /// Purges every dropped table of a fenced namespace, whatever its own recovery time.
+    async fn purge_dropped_tables(
+        &self,
+        ns: &NamespaceRow,
+        deleted: &mut u64,
+    ) -> Result<(), Failure> {
+        let pk = keys::namespace_partition(&ns.id);
+        let mut after: Option<String> = None;
+        loop {
+            let batch = self
+                .core
+                .store
+                .query(
+                    &pk,
+                    keys::DROPPED_TABLE_PREFIX,
+                    after.as_deref(),
+                    CLAIMS_PER_WRITE,
+                )
+                .await?;
+            let exhausted = batch.len() < CLAIMS_PER_WRITE;
+            after = batch.last().map(|item| item.key.sk.clone());
+            for item in batch {
+                crate::catalog::tables::purge_dropped_table(&self.core, &item.key, None, deleted)
+                    .await
+                    .map_err(|(failure, table)| {
+                        Failure(format!("dropped table {table}: {}", failure.0))
+                    })?;
+            }
+            if exhausted {
+                return Ok(());
+            }
+        }
+    }
+
     /// Removes what the namespace's partition holds besides tables (it holds none): the
-    /// claims of the directories its tables ever had and its grants with their entries in the
-    /// grantees' partitions; a batch at a time. The namespace
+    /// claims of the directories its tables ever had, its dropped tables' rows and its grants
+    /// with their entries in the grantees' partitions; a batch at a time. The namespace
     /// is fenced or gone, so nothing new can appear meanwhile.
     pub(crate) async fn remove_namespace_leftovers(
         &self,
         ns: &NamespaceRow,
     ) -> Result<(), StoreError> {
         let pk = keys::namespace_partition(&ns.id);
-        loop {
-            let claims = self
-                .core
-                .store
-                .query(&pk, keys::DIRECTORY_PREFIX, None, CLAIMS_PER_WRITE)
-                .await?;
-            if claims.is_empty() {
-                break;
-            }
-            let deletes = claims
-                .into_iter()
-                .map(|item| Write::Delete {
-                    key: item.key,
-                    condition: Condition::Always,
-                })
-                .collect();
-            self.core
-                .changes
-                .write_unrecorded(Change::as_read(deletes))
-                .await?;
+        for prefix in [keys::DIRECTORY_PREFIX, keys::DROPPED_TABLE_PREFIX] {
+            self.remove_all(&pk, prefix).await?;
         }
         loop {
             let grants = self
@@ -339,6 +358,31 @@ impl NamespaceService {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Deletes every row of partition `pk` under `prefix`, a batch at a time.
+    async fn remove_all(&self, pk: &str, prefix: &str) -> Result<(), StoreError> {
+        loop {
+            let found = self
+                .core
+                .store
+                .query(pk, prefix, None, CLAIMS_PER_WRITE)
+                .await?;
+            if found.is_empty() {
+                return Ok(());
+            }
+            let deletes = found
+                .into_iter()
+                .map(|item| Write::Delete {
+                    key: item.key,
+                    condition: Condition::Always,
+                })
+                .collect();
+            self.core
+                .changes
+                .write_unrecorded(Change::as_read(deletes))
+                .await?;
+        }
     }
 
     /// Removes the row and its claims, unless the row moved past `version`. True when the

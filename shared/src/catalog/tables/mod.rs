@@ -3,15 +3,20 @@
 
 mod commit;
 pub(crate) mod placement;
+mod purge;
+mod recovery;
 mod register;
 mod signing;
 mod transaction;
 
 use crate::catalog::metadata::MetadataCache;
-use crate::core::{AsRead, Change, ChangeFailure, Core};
+use crate::core::{Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind, TableName};
 pub(crate) use commit::stamp_summary;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
+pub(crate) use purge::purge_dropped_table;
+pub use purge::{DroppedPurgeReport, TABLES_PER_RUN};
+pub use recovery::{DroppedTable, RETAIN_DROPPED_DATA_PROPERTY, RestoreRequest, RestoredTable};
 pub(crate) use register::{read_registered_file, registrable_file};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -548,55 +553,6 @@ impl TableService {
     }
 
     /// Removes the table from the catalog. Its files stay in storage, purge or not.
-    pub async fn drop_table(&self, ctx: &OrgContext, namespace: &str, table: &str) -> Result<()> {
-        for _ in 0..ROW_RACE_RETRIES {
-            let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
-            // Write on the table suffices: a table grant covers dropping its table.
-            authorize(
-                &ctx.access,
-                Resource::Table {
-                    namespace: &ns.row,
-                    table,
-                },
-                Action::Write,
-            )?;
-            let row = self.core.lookups.table_row(&ns.row, table).await?;
-            let mut ns_row = ns.row.clone();
-            ns_row.table_count = ns_row.table_count.saturating_sub(1);
-            let writes = vec![
-                rows::put(
-                    keys::namespace(&ctx.org.name, namespace),
-                    &ns_row,
-                    Condition::VersionIs(ns.version),
-                ),
-                Write::Delete {
-                    key: keys::table(&ns.row.id, table),
-                    condition: Condition::TokenIs(row.token),
-                },
-            ];
-            let event = Draft::new(
-                Kind::TableDropped,
-                &ctx.org.name,
-                &ns.row.name,
-                &ns.row.id,
-                &ctx.principal,
-            )
-            .table(table, &row.row.id)
-            .metadata(Some(&row.row.metadata_location), None);
-            match self
-                .core
-                .changes
-                .write(ctx.key(), Change::as_read(writes), event)
-                .await
-            {
-                Ok(()) => return Ok(()),
-                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
-                Err(failure) => return Err(failure.into()),
-            }
-        }
-        Err(busy())
-    }
-
     pub async fn rename_table(&self, ctx: &OrgContext, request: RenameTableRequest) -> Result<()> {
         let source_ns = names::single_level(&request.source.namespace).map_err(|_| {
             CatalogError::NoSuchTable(format!("Table does not exist: {}", dotted(&request.source)))

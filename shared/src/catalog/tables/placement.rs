@@ -15,7 +15,8 @@ use crate::catalog::storage::{self, MarkerOwner};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
 use crate::objects::join;
-use crate::store::rows::{self, keys};
+use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, keys};
+use crate::store::{Condition, MetaStore, Write};
 
 /// Table properties that name where engines write files.
 pub const PATH_PROPERTIES: [&str; 3] = [
@@ -280,6 +281,39 @@ fn overlaps(segment: &str) -> CatalogError {
     CatalogError::BadRequest(format!(
         "Table directory '{segment}' belongs to another table of the namespace: choose another location or let the catalog assign one"
     ))
+}
+
+/// The deletes that give a table's directory up, where the table still holds it: its override
+/// prefix's claim, or the claim of its directory in the namespace (an unregister, a purge).
+pub(super) async fn claim_releases(
+    store: &dyn MetaStore,
+    ns: &NamespaceRow,
+    bucket: &BucketRow,
+    row: &TableRow,
+) -> Result<Vec<Write>> {
+    let mut writes = vec![];
+    if let Some(o) = &row.storage_override {
+        let key = keys::prefix_claim(&bucket.root, &o.prefix);
+        if let Some(claim) = rows::get::<PrefixClaimRow>(store, &key).await?
+            && claim.row.owner == row.id
+        {
+            writes.push(Write::Delete {
+                key,
+                condition: Condition::VersionIs(claim.version),
+            });
+        }
+    } else if let Ok((segment, _)) = explicit_directory(&ns.location, row.directory()) {
+        let key = keys::directory_claim(&ns.id, &segment);
+        if let Some(claim) = rows::get::<DirectoryClaimRow>(store, &key).await?
+            && claim.row.table_id == row.id
+        {
+            writes.push(Write::Delete {
+                key,
+                condition: Condition::VersionIs(claim.version),
+            });
+        }
+    }
+    Ok(writes)
 }
 
 #[cfg(test)]

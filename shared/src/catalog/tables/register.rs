@@ -248,7 +248,9 @@ impl TableService {
                     condition: Condition::TokenIs(row.token),
                 },
             ];
-            writes.extend(self.claim_releases(&ns.row, &bucket, &row.row).await?);
+            writes.extend(
+                placement::claim_releases(&*self.core.store, &ns.row, &bucket, &row.row).await?,
+            );
             let event = Draft::new(
                 Kind::TableUnregistered,
                 &ctx.org.name,
@@ -514,40 +516,6 @@ impl TableService {
             }
         }
         Ok(change)
-    }
-
-    /// The deletes that give an unregistered table's directory up, where the table holds it.
-    async fn claim_releases(
-        &self,
-        ns: &NamespaceRow,
-        bucket: &BucketRow,
-        row: &TableRow,
-    ) -> Result<Vec<Write>> {
-        let mut writes = vec![];
-        if let Some(o) = &row.storage_override {
-            let key = keys::prefix_claim(&bucket.root, &o.prefix);
-            if let Some(claim) = rows::get::<PrefixClaimRow>(&*self.core.store, &key).await?
-                && claim.row.owner == row.id
-            {
-                writes.push(Write::Delete {
-                    key,
-                    condition: Condition::VersionIs(claim.version),
-                });
-            }
-        } else if let Ok((segment, _)) =
-            placement::explicit_directory(&ns.location, row.directory())
-        {
-            let key = keys::directory_claim(&ns.id, &segment);
-            if let Some(claim) = rows::get::<DirectoryClaimRow>(&*self.core.store, &key).await?
-                && claim.row.table_id == row.id
-            {
-                writes.push(Write::Delete {
-                    key,
-                    condition: Condition::VersionIs(claim.version),
-                });
-            }
-        }
-        Ok(writes)
     }
 }
 
