@@ -71,7 +71,10 @@ impl Catalog {
         Self {
             tables: TableService::new(core.clone(), metadata.clone()),
             views: ViewService::new(core.clone()),
-            namespaces: NamespaceService::new(core.clone()),
+            namespaces: NamespaceService::new(
+                core.clone(),
+                Arc::new(tables::DroppedTablePurger::new(core.clone())),
+            ),
             access: AccessService::new(core.clone()),
             buckets: BucketService::new(core.clone()),
             events: EventService::new(core.clone()),

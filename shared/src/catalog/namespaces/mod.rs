@@ -45,11 +45,16 @@ enum NewNamespacePart {
 /// Namespaces with their lifecycle (drop, restore, immediate delete) and the purge.
 pub struct NamespaceService {
     core: Arc<Core>,
+    /// Purges a namespace's dropped tables before its own purge empties it.
+    dropped_tables: Arc<dyn purge::DroppedTables>,
 }
 
 impl NamespaceService {
-    pub fn new(core: Arc<Core>) -> Self {
-        Self { core }
+    pub fn new(core: Arc<Core>, dropped_tables: Arc<dyn purge::DroppedTables>) -> Self {
+        Self {
+            core,
+            dropped_tables,
+        }
     }
 }
 

@@ -166,6 +166,16 @@ fn label(key: &Key) -> String {
     format!("{org}/{name}")
 }
 
+/// The purge of a namespace's dropped tables, which a namespace's purge runs first (one with a
+/// storage override keeps its files outside the namespace's prefix). The table service
+/// provides it.
+#[async_trait::async_trait]
+pub trait DroppedTables: Send + Sync {
+    /// Purges every dropped table of `ns` whatever its own recovery time, counting the objects
+    /// deleted in `deleted`; `Err` says which failed and why.
+    async fn purge_all_of(&self, ns: &NamespaceRow, deleted: &mut u64) -> Result<(), String>;
+}
+
 /// Who a purge's event names: the catalog itself, not the admin who dropped the namespace.
 pub(crate) fn purger() -> Principal {
     Principal {
@@ -270,7 +280,10 @@ impl NamespaceService {
         };
         // Dropped tables first: one with a storage override keeps its files outside the
         // namespace's prefix, and each one's directory claim and grants go with it.
-        self.purge_dropped_tables(&ns.row, deleted).await?;
+        self.dropped_tables
+            .purge_all_of(&ns.row, deleted)
+            .await
+            .map_err(Failure)?;
         empty_prefix(&self.core, &*objects, &ns.row, deleted).await?;
         self.remove_namespace_leftovers(&ns.row).await?;
         if self.remove_namespace(&ns.row, version, &bucket).await? {
@@ -282,40 +295,6 @@ impl NamespaceService {
                 "namespace changed after it was fenced; left for the next run"
             );
             Ok(Outcome::Skipped)
-        }
-    }
-
-    /// Purges every dropped table of a fenced namespace, whatever its own recovery time.
-    async fn purge_dropped_tables(
-        &self,
-        ns: &NamespaceRow,
-        deleted: &mut u64,
-    ) -> Result<(), Failure> {
-        let pk = keys::namespace_partition(&ns.id);
-        let mut after: Option<String> = None;
-        loop {
-            let batch = self
-                .core
-                .store
-                .query(
-                    &pk,
-                    keys::DROPPED_TABLE_PREFIX,
-                    after.as_deref(),
-                    CLAIMS_PER_WRITE,
-                )
-                .await?;
-            let exhausted = batch.len() < CLAIMS_PER_WRITE;
-            after = batch.last().map(|item| item.key.sk.clone());
-            for item in batch {
-                crate::catalog::tables::purge_dropped_table(&self.core, &item.key, None, deleted)
-                    .await
-                    .map_err(|(failure, table)| {
-                        Failure(format!("dropped table {table}: {}", failure.0))
-                    })?;
-            }
-            if exhausted {
-                return Ok(());
-            }
         }
     }
 

@@ -13,12 +13,13 @@
 //! A failure is recorded on the row (`purge_attempts`, `purge_last_error`) and moves its index
 //! entry behind everything due now, with the namespace purge's backoff; the run goes on.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::{TableService, placement};
-use crate::catalog::namespaces::purge::{DELETE_BATCH, backoff, purger};
+use crate::catalog::namespaces::purge::{DELETE_BATCH, DroppedTables, backoff, purger};
 use crate::catalog::storage;
 use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind};
@@ -48,14 +49,14 @@ pub struct DroppedPurgeReport {
 }
 
 /// How one dropped table ended, short of a failure.
-pub(crate) enum Outcome {
+enum Outcome {
     Purged,
     Skipped,
 }
 
 /// Why a dropped table could not be purged, from the catalog's own texts (never a bucket
 /// configuration's credentials).
-pub(crate) struct PurgeFailure(pub String);
+struct PurgeFailure(String);
 
 impl<E: std::fmt::Display> From<E> for PurgeFailure {
     fn from(e: E) -> Self {
@@ -117,10 +118,50 @@ impl TableService {
     }
 }
 
+/// The dropped-table purge a namespace's purge runs first.
+pub struct DroppedTablePurger {
+    core: Arc<Core>,
+}
+
+impl DroppedTablePurger {
+    pub fn new(core: Arc<Core>) -> Self {
+        Self { core }
+    }
+}
+
+/// Dropped-table rows read per query.
+const ROWS_PER_QUERY: usize = 100;
+
+#[async_trait::async_trait]
+impl DroppedTables for DroppedTablePurger {
+    async fn purge_all_of(&self, ns: &NamespaceRow, deleted: &mut u64) -> Result<(), String> {
+        let pk = keys::namespace_partition(&ns.id);
+        let mut after: Option<String> = None;
+        loop {
+            let batch = self
+                .core
+                .store
+                .query(&pk, keys::DROPPED_TABLE_PREFIX, after.as_deref(), ROWS_PER_QUERY)
+                .await
+                .map_err(|e| format!("catalog store: {e}"))?;
+            let exhausted = batch.len() < ROWS_PER_QUERY;
+            after = batch.last().map(|item| item.key.sk.clone());
+            for item in batch {
+                purge_dropped_table(&self.core, &item.key, None, deleted)
+                    .await
+                    .map_err(|(failure, table)| format!("dropped table {table}: {}", failure.0))?;
+            }
+            if exhausted {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// Fences, empties and removes one dropped table. With a `cutoff`, only if it is due by then;
 /// without, whatever its time (its namespace is being purged). `deleted` counts the objects
 /// deleted so far. The label names the table for reports.
-pub(crate) async fn purge_dropped_table(
+async fn purge_dropped_table(
     core: &Core,
     key: &Key,
     cutoff: Option<u64>,
