@@ -10,6 +10,7 @@ mod errors;
 mod events;
 mod format_v3;
 mod freshness;
+mod gzip_metadata;
 mod iam;
 mod idempotency;
 mod integrity;

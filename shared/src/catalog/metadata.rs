@@ -17,15 +17,113 @@ use crate::error::{CatalogError, Result};
 use crate::model::TableRow;
 use crate::objects::{ObjectError, ObjectStore, join};
 
-/// `<location>/metadata/NNNNN-<uuid>.metadata.json`; the first file of a table is version 0.
-pub fn metadata_file_location(table_location: &str, version: u64) -> String {
+/// `<location>/metadata/NNNNN-<uuid>.metadata.json` (`.gz.metadata.json` for gzip, as Java
+/// names them); the first file of a table is version 0.
+pub fn metadata_file_location(table_location: &str, version: u64, codec: Codec) -> String {
     join(
         table_location,
         &format!(
-            "metadata/{version:05}-{}.metadata.json",
-            uuid::Uuid::new_v4()
+            "metadata/{version:05}-{}{}",
+            uuid::Uuid::new_v4(),
+            codec.extension()
         ),
     )
+}
+
+/// The table property naming the codec of new metadata files (Java's
+/// `TableProperties.METADATA_COMPRESSION`).
+pub const COMPRESSION_CODEC_PROPERTY: &str = "write.metadata.compression-codec";
+
+/// The most JSON a compressed metadata file may inflate to: a file anyone with write
+/// credentials could replace must not exhaust a function's memory before it is verified.
+const MAX_INFLATED_BYTES: u64 = 512 * 1024 * 1024;
+
+/// How a metadata file's bytes are stored (Java's `TableMetadataParser.Codec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    None,
+    Gzip,
+}
+
+impl Codec {
+    /// The codec `metadata`'s properties ask new files to be written with; an unknown name is
+    /// refused as Java's `Codec.fromName` refuses it.
+    pub fn of(metadata: &TableMetadata) -> Result<Codec> {
+        Self::from_properties(metadata.properties())
+    }
+
+    /// The codec table properties ask for (see [`Codec::of`]).
+    pub fn from_properties(
+        properties: &std::collections::HashMap<String, String>,
+    ) -> Result<Codec> {
+        match properties.get(COMPRESSION_CODEC_PROPERTY) {
+            None => Ok(Codec::None),
+            Some(name) if name.eq_ignore_ascii_case("none") => Ok(Codec::None),
+            Some(name) if name.eq_ignore_ascii_case("gzip") => Ok(Codec::Gzip),
+            Some(name) => Err(CatalogError::BadRequest(format!(
+                "Invalid codec name: {name} ('{COMPRESSION_CODEC_PROPERTY}' is none or gzip)"
+            ))),
+        }
+    }
+
+    /// The codec a file was written with, from its name (Java's `Codec.fromFileName`:
+    /// `.gz.metadata.json`, or the older `.metadata.json.gz`).
+    pub fn of_file(location: &str) -> Codec {
+        if location.ends_with(".gz.metadata.json") || location.ends_with(".metadata.json.gz") {
+            Codec::Gzip
+        } else {
+            Codec::None
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Codec::None => ".metadata.json",
+            Codec::Gzip => ".gz.metadata.json",
+        }
+    }
+
+    /// The stored form of a file's JSON.
+    fn encode(self, json: &[u8]) -> Result<Bytes> {
+        match self {
+            Codec::None => Ok(Bytes::copy_from_slice(json)),
+            Codec::Gzip => {
+                use std::io::Write;
+                let mut encoder =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                encoder
+                    .write_all(json)
+                    .and_then(|()| encoder.finish())
+                    .map(Bytes::from)
+                    .map_err(|e| {
+                        CatalogError::Internal(format!("Cannot compress table metadata: {e}"))
+                    })
+            }
+        }
+    }
+}
+
+/// The JSON of a metadata file stored at `location`: its bytes, inflated when its name says
+/// gzip. `Err` says why the file is unreadable.
+pub fn decode_stored(location: &str, stored: Bytes) -> std::result::Result<Bytes, String> {
+    match Codec::of_file(location) {
+        Codec::None => Ok(stored),
+        Codec::Gzip => inflate(&stored, MAX_INFLATED_BYTES),
+    }
+}
+
+/// Inflates gzip bytes to at most `max` bytes.
+fn inflate(stored: &[u8], max: u64) -> std::result::Result<Bytes, String> {
+    use std::io::Read;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(stored)
+        .take(max + 1)
+        .read_to_end(&mut json)
+        .map_err(|e| format!("not a gzip file: {e}"))?;
+    if json.len() as u64 > max {
+        return Err(format!("it inflates to more than {max} bytes"));
+    }
+    Ok(Bytes::from(json))
 }
 
 /// The number in a metadata file's name (`00012-<uuid>.metadata.json`, or Hadoop's
@@ -41,9 +139,11 @@ pub fn version_in_name(file: &str) -> u64 {
 /// two together stay under 100 MB of a 256 MB function.
 pub const DEFAULT_CACHE_BYTES: u64 = 48 * 1024 * 1024;
 
-/// One metadata file as stored, with what verification compares.
+/// One metadata file, with what verification compares.
 pub struct CachedMetadata {
+    /// Its JSON (inflated, for a compressed file).
     pub raw: Bytes,
+    /// SHA-256 of the bytes as stored.
     pub sha256: String,
     table_uuid: String,
     location: String,
@@ -206,8 +306,10 @@ impl MetadataCache {
         v1_refs: Option<&Refs>,
     ) -> Result<Written> {
         let raw = serialize(&metadata, v1_refs)?;
+        let stored = Codec::of_file(location).encode(&raw)?;
+        let sha256 = sha256_hex(&stored);
         objects
-            .put_if_absent(location, raw.clone())
+            .put_if_absent(location, stored)
             .await
             .map_err(|e| match e {
                 ObjectError::AlreadyExists(_) => CatalogError::Internal(
@@ -216,7 +318,7 @@ impl MetadataCache {
                 other => other.into(),
             })?;
         let entry = Arc::new(CachedMetadata {
-            sha256: sha256_hex(&raw),
+            sha256,
             table_uuid: metadata.uuid().to_string(),
             location: metadata.location().to_owned(),
             raw,
@@ -282,12 +384,15 @@ async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMet
         }
         other => other.into(),
     })?;
-    let identity: Identity = serde_json::from_slice(&raw).map_err(|e| {
-        tracing::error!(location, error = %e, "unreadable metadata file");
+    let sha256 = sha256_hex(&raw);
+    let unreadable = |why: &dyn std::fmt::Display| {
+        tracing::error!(location, error = %why, "unreadable metadata file");
         CatalogError::Internal("The table's current metadata file is unreadable".into())
-    })?;
+    };
+    let raw = decode_stored(location, raw).map_err(|e| unreadable(&e))?;
+    let identity: Identity = serde_json::from_slice(&raw).map_err(|e| unreadable(&e))?;
     Ok(Arc::new(CachedMetadata {
-        sha256: sha256_hex(&raw),
+        sha256,
         table_uuid: identity.table_uuid,
         location: identity.location,
         raw,
@@ -320,12 +425,27 @@ mod tests {
 
     #[test]
     fn file_names_are_numbered_and_unique() {
-        let a = metadata_file_location("file:///w/ns/t/", 0);
-        let b = metadata_file_location("file:///w/ns/t", 0);
+        let a = metadata_file_location("file:///w/ns/t/", 0, Codec::None);
+        let b = metadata_file_location("file:///w/ns/t", 0, Codec::None);
         assert!(a.starts_with("file:///w/ns/t/metadata/00000-"), "{a}");
         assert!(a.ends_with(".metadata.json"));
         assert_ne!(a, b);
-        assert!(metadata_file_location("s3://b/t", 12).starts_with("s3://b/t/metadata/00012-"));
+        assert!(
+            metadata_file_location("s3://b/t", 12, Codec::None)
+                .starts_with("s3://b/t/metadata/00012-")
+        );
+        let gz = metadata_file_location("s3://b/t", 3, Codec::Gzip);
+        assert!(gz.ends_with(".gz.metadata.json"), "{gz}");
+        assert_eq!(Codec::of_file(&gz), Codec::Gzip);
+        assert_eq!(version_in_name(&gz), 3);
+        assert_eq!(
+            Codec::of_file("s3://b/t/metadata/v3.metadata.json.gz"),
+            Codec::Gzip
+        );
+        assert_eq!(
+            Codec::of_file("s3://b/t/metadata/v3.metadata.json"),
+            Codec::None
+        );
     }
 
     fn row() -> TableRow {
@@ -351,6 +471,30 @@ mod tests {
             table_uuid: uuid.into(),
             location: location.into(),
         }
+    }
+
+    #[test]
+    fn gzip_files_inflate_to_what_was_written_and_bombs_are_refused() {
+        let json = br#"{"format-version":2}"#;
+        let stored = Codec::Gzip.encode(json).unwrap();
+        assert_eq!(&stored[..2], &[0x1f, 0x8b]);
+        let location = "s3://b/t/metadata/00001-a.gz.metadata.json";
+        assert_eq!(&decode_stored(location, stored).unwrap()[..], json);
+        assert!(decode_stored(location, Bytes::from_static(b"{}")).is_err());
+        let plain = "s3://b/t/metadata/00001-a.metadata.json";
+        assert_eq!(
+            &decode_stored(plain, Bytes::from_static(b"{}")).unwrap()[..],
+            b"{}"
+        );
+        // A file a writer replaced with one that inflates past the bound.
+        let bomb = Codec::Gzip.encode(&[0u8; 100_000]).unwrap();
+        assert!(bomb.len() < 1_000);
+        assert!(
+            inflate(&bomb, 10_000)
+                .unwrap_err()
+                .contains("inflates to more")
+        );
+        assert_eq!(inflate(&bomb, 100_000).unwrap().len(), 100_000);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::NewTableError;
 use super::TableService;
 use super::placement;
 use crate::authz::{Action, Resource, authorize};
-use crate::catalog::metadata::metadata_file_location;
+use crate::catalog::metadata::{Codec, metadata_file_location};
 use crate::catalog::namespaces::busy;
 use crate::catalog::parity::create::CreateSeed;
 use crate::catalog::parity::refs_v1;
@@ -201,7 +201,11 @@ impl TableService {
         }
         placement::check_paths(&built.metadata, row.directory(), Some(&base))?;
         let version = row.metadata_version + 1;
-        let location = metadata_file_location(built.metadata.location(), version);
+        let location = metadata_file_location(
+            built.metadata.location(),
+            version,
+            Codec::of(&built.metadata)?,
+        );
         let next_location = built.metadata.location().to_owned();
         let refs = base_refs.map(|refs| refs_v1::after(refs, &request.updates, &built.metadata));
         let event = Draft::new(

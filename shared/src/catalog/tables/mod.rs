@@ -28,7 +28,7 @@ use iceberg::spec::{
 
 use self::placement::Placement;
 use crate::authz::{Action, Resource, authorize};
-use crate::catalog::metadata::{Written, metadata_file_location};
+use crate::catalog::metadata::{Codec, Written, metadata_file_location};
 use crate::catalog::namespaces::{BUCKET_PROPERTY, busy};
 use crate::catalog::parity::refs_v1::Refs;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging, parity};
@@ -185,6 +185,7 @@ impl TableService {
                 parity::format_versions::check_create_properties(&properties, format_version)
             })
             .map_err(CatalogError::BadRequest)?;
+        Codec::from_properties(&properties)?;
         let override_bucket = properties.get(BUCKET_PROPERTY).cloned();
         if stage && override_bucket.is_some() {
             return Err(CatalogError::BadRequest(format!(
@@ -314,7 +315,8 @@ impl TableService {
         v1_refs: Option<&Refs>,
     ) -> std::result::Result<NewTable, NewTableError> {
         let objects = self.core.lookups.objects_for(&placement.bucket).await?;
-        let metadata_location = metadata_file_location(metadata.location(), 0);
+        let metadata_location =
+            metadata_file_location(metadata.location(), 0, Codec::of(&metadata)?);
         let (id, location) = (metadata.uuid().to_string(), metadata.location().to_owned());
         let written = self
             .metadata

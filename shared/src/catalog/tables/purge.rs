@@ -141,7 +141,12 @@ impl DroppedTables for DroppedTablePurger {
             let batch = self
                 .core
                 .store
-                .query(&pk, keys::DROPPED_TABLE_PREFIX, after.as_deref(), ROWS_PER_QUERY)
+                .query(
+                    &pk,
+                    keys::DROPPED_TABLE_PREFIX,
+                    after.as_deref(),
+                    ROWS_PER_QUERY,
+                )
                 .await
                 .map_err(|e| format!("catalog store: {e}"))?;
             let exhausted = batch.len() < ROWS_PER_QUERY;

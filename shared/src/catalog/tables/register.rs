@@ -95,8 +95,8 @@ impl TableService {
             }
             let site = self.registration_site(ctx, &ns.row, &file).await?;
             let objects = self.core.lookups.objects_for(&site.bucket).await?;
-            let raw = read_registered_file(&*objects, &file).await?;
-            let metadata = parse_metadata(&raw)?;
+            let registered = read_registered_file(&*objects, &file).await?;
+            let metadata = parse_metadata(&registered.json)?;
             placement::check_paths(&metadata, &site.directory, None)?;
             self.delivery(ctx, &ns.row, &site.bucket, &request.name, options)?;
             let replaced = existing.as_ref().map(|e| &e.row);
@@ -107,7 +107,7 @@ impl TableService {
                 }
                 SiteClaim::Segment(_) => false,
             };
-            let sha256 = crate::catalog::metadata::sha256_hex(&raw);
+            let sha256 = registered.sha256.clone();
             let row = TableRow {
                 id: metadata.uuid().to_string(),
                 namespace_id: ns.row.id.clone(),
@@ -170,7 +170,7 @@ impl TableService {
                                 directory: &site.directory,
                             },
                             Some(file),
-                            (raw, sha256),
+                            (registered.json, sha256),
                             options,
                         )
                         .await;
@@ -306,10 +306,10 @@ impl TableService {
             .usable_bucket(&ctx.org.name, &recorded.bucket)
             .await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
-        let metadata = read_registered_file(&*objects, &recorded.metadata_location).await?;
+        let file = read_registered_file(&*objects, &recorded.metadata_location).await?;
         Ok(UnregisterTableResult {
             metadata_location: recorded.metadata_location,
-            metadata,
+            metadata: file.json,
         })
     }
 
@@ -520,7 +520,7 @@ impl TableService {
 }
 
 /// A metadata file location a registration (of a table or a view) may name: a clean, absolute
-/// `.metadata.json` path.
+/// `.metadata.json` path (`.gz.metadata.json` or `.metadata.json.gz` for gzip).
 pub(crate) fn registrable_file(location: &str) -> Result<String> {
     let file = location.trim();
     if !placement::is_clean_location(file) || file.ends_with('/') {
@@ -528,31 +528,42 @@ pub(crate) fn registrable_file(location: &str) -> Result<String> {
             "Metadata location '{location}' is not a clean absolute location"
         )));
     }
-    if file.ends_with(".gz.metadata.json") || !file.ends_with(".metadata.json") {
+    if !file.ends_with(".metadata.json") && !file.ends_with(".metadata.json.gz") {
         return Err(CatalogError::BadRequest(format!(
-            "Metadata location '{location}' does not name an uncompressed metadata file (*.metadata.json)"
+            "Metadata location '{location}' does not name a metadata file (*.metadata.json, *.gz.metadata.json or *.metadata.json.gz)"
         )));
     }
     Ok(file.to_owned())
 }
 
-/// A file a registration names, or 400 when it is not there.
+/// A file a registration names, as stored (what its recorded SHA-256 is of) and as JSON
+/// (inflated when its name says gzip).
+pub(crate) struct RegisteredFile {
+    pub sha256: String,
+    pub json: Bytes,
+}
+
+/// A file a registration names, or 400 when it is not there or cannot be read.
 pub(crate) async fn read_registered_file(
     objects: &dyn crate::objects::ObjectStore,
     file: &str,
-) -> Result<Bytes> {
-    let raw = objects.get(file).await.map_err(|e| match e {
+) -> Result<RegisteredFile> {
+    let stored = objects.get(file).await.map_err(|e| match e {
         ObjectError::NotFound(_) => {
             CatalogError::BadRequest(format!("Metadata file '{file}' does not exist"))
         }
         other => other.into(),
     })?;
-    if format_versions::mentions_defaults(&raw)
-        && let Ok(document) = serde_json::from_slice::<serde_json::Value>(&raw)
+    let sha256 = crate::catalog::metadata::sha256_hex(&stored);
+    let json = crate::catalog::metadata::decode_stored(file, stored).map_err(|why| {
+        CatalogError::BadRequest(format!("Metadata file '{file}' cannot be read: {why}"))
+    })?;
+    if format_versions::mentions_defaults(&json)
+        && let Ok(document) = serde_json::from_slice::<serde_json::Value>(&json)
     {
         format_versions::check_defaults_readable(&document).map_err(CatalogError::BadRequest)?;
     }
-    Ok(raw)
+    Ok(RegisteredFile { sha256, json })
 }
 
 /// The file as table metadata, checked by the `iceberg` crate's own parser (references,
@@ -576,10 +587,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn metadata_files_are_clean_uncompressed_json() {
-        assert!(registrable_file("s3://b/ns/t/metadata/00001-a.metadata.json").is_ok());
-        for bad in [
+    fn metadata_files_are_clean_json_plain_or_gzip() {
+        for good in [
+            "s3://b/ns/t/metadata/00001-a.metadata.json",
             "s3://b/ns/t/metadata/00001-a.gz.metadata.json",
+            "s3://b/ns/t/metadata/v3.metadata.json.gz",
+        ] {
+            assert!(registrable_file(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "s3://b/ns/t/metadata/00001-a.json.gz",
             "s3://b/ns/t/metadata/",
             "s3://b/ns/../t/metadata/v1.metadata.json",
             "s3://b/ns/t/data/part.parquet",

@@ -83,5 +83,11 @@ pub async fn read(objects: &dyn ObjectStore, row: &ViewRow) -> Result<ViewFile> 
             "The view's current metadata file does not match the catalog's record of it".into(),
         ));
     }
+    // A registered file may be compressed; the catalog writes view files plain.
+    let raw =
+        crate::catalog::metadata::decode_stored(&row.metadata_location, raw).map_err(|why| {
+            tracing::error!(view = %row.name, %why, "unreadable view metadata file");
+            CatalogError::Internal("The view's current metadata file is unreadable".into())
+        })?;
     Ok(ViewFile { raw, sha256 })
 }

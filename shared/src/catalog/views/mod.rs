@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::authz::{Action, Resource, authorize};
-use crate::catalog::metadata::metadata_file_location;
+use crate::catalog::metadata::{Codec, metadata_file_location};
 use crate::catalog::namespaces::busy;
 use crate::catalog::storage;
 use crate::catalog::tables::placement::explicit_directory;
@@ -159,7 +159,7 @@ impl ViewService {
                 .usable_bucket(&ctx.org.name, &ns.row.bucket)
                 .await?;
             let objects = self.core.lookups.objects_for(&bucket).await?;
-            let file_location = metadata_file_location(&location, 0);
+            let file_location = metadata_file_location(&location, 0, Codec::None);
             let file = files::write(&*objects, &file_location, &metadata).await?;
             let row = ViewRow {
                 id: metadata.uuid().to_string(),

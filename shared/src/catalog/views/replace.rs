@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{ViewService, answer, files, parse_view_metadata, stamp_version};
 use crate::authz::{Action, Resource, authorize};
-use crate::catalog::metadata::metadata_file_location;
+use crate::catalog::metadata::{Codec, metadata_file_location};
 use crate::catalog::namespaces::busy;
 use crate::catalog::tables::placement::{check_location, explicit_directory};
 use crate::catalog::tables::{read_registered_file, registrable_file};
@@ -136,7 +136,7 @@ impl ViewService {
             check_location(metadata.location(), &row.directory)?;
         }
         let version = row.metadata_version + 1;
-        let location = metadata_file_location(metadata.location(), version);
+        let location = metadata_file_location(metadata.location(), version, Codec::None);
         let bucket = self
             .core
             .lookups
@@ -222,8 +222,8 @@ impl ViewService {
                 .usable_bucket(&ctx.org.name, &ns.row.bucket)
                 .await?;
             let objects = self.core.lookups.objects_for(&bucket).await?;
-            let raw = read_registered_file(&*objects, &file).await?;
-            let metadata = parse_view_metadata(&raw)?;
+            let registered = read_registered_file(&*objects, &file).await?;
+            let metadata = parse_view_metadata(&registered.json)?;
             check_location(metadata.location(), &directory)?;
             let row = ViewRow {
                 id: metadata.uuid().to_string(),
@@ -234,11 +234,18 @@ impl ViewService {
                 location: metadata.location().trim_end_matches('/').to_owned(),
                 metadata_location: file.clone(),
                 metadata_version: crate::catalog::metadata::version_in_name(&file),
-                metadata_sha256: crate::catalog::metadata::sha256_hex(&raw),
+                metadata_sha256: registered.sha256.clone(),
                 created_ms: self.core.clock.now_ms(),
             };
             if let Some(registered) = self
-                .insert_view(ctx, &ns, &row, &segment, Kind::ViewRegistered, raw)
+                .insert_view(
+                    ctx,
+                    &ns,
+                    &row,
+                    &segment,
+                    Kind::ViewRegistered,
+                    registered.json,
+                )
                 .await?
             {
                 return Ok(registered);
