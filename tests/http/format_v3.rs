@@ -35,6 +35,21 @@ async fn create_v3(c: &TestCatalog, ns: &str, name: &str) -> Value {
     c.post(&tables_path(ns), body).await.assert_ok(200).clone()
 }
 
+/// Each snapshot's (first-row-id, added-rows), in the `snapshots` array's order.
+fn row_ranges(metadata: &Value) -> Vec<(i64, i64)> {
+    metadata["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["first-row-id"].as_i64().unwrap(),
+                s["added-rows"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 async fn metadata(c: &TestCatalog, ns: &str, table: &str) -> Value {
     c.get(&table_path(ns, table)).await.assert_ok(200)["metadata"].clone()
 }
@@ -76,18 +91,7 @@ async fn a_v3_table_assigns_row_ids_snapshot_by_snapshot() {
     .assert_ok(200);
     let twice = metadata(&c, "v3", "t").await;
     assert_eq!(twice["next-row-id"], 15);
-    let ranges: Vec<(i64, i64)> = twice["snapshots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["first-row-id"].as_i64().unwrap(),
-                s["added-rows"].as_i64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(ranges, [(0, 10), (12, 5)]);
+    assert_eq!(row_ranges(&twice), [(0, 10), (12, 5)]);
     assert_eq!(twice["current-snapshot-id"], 2);
 
     // A snapshot on a branch claims ids from the same counter.
@@ -358,17 +362,7 @@ async fn concurrent_v3_writers_never_share_a_row_id() {
         task.await.unwrap();
     }
     let last = metadata(&c, "v3c", "t").await;
-    let mut ranges: Vec<(i64, i64)> = last["snapshots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["first-row-id"].as_i64().unwrap(),
-                s["added-rows"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    let mut ranges = row_ranges(&last);
     assert_eq!(ranges.len() as i64, WRITERS * COMMITS);
     ranges.sort();
     let mut end = 0;

@@ -79,10 +79,10 @@ enum Outcome {
     Skipped,
 }
 
-/// Why one namespace could not be purged: a short message for its row and the log. Built from
-/// the catalog's own error texts (locations, bucket nicknames, error codes), never from a bucket
-/// configuration's credentials.
-struct Failure(String);
+/// Why one namespace (or dropped table) could not be purged: a short message for its row and
+/// the log. Built from the catalog's own error texts (locations, bucket nicknames, error
+/// codes), never from a bucket configuration's credentials.
+pub(crate) struct Failure(pub(crate) String);
 
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
@@ -103,7 +103,8 @@ impl From<CatalogError> for Failure {
 }
 
 impl Failure {
-    fn message(self) -> String {
+    /// The message, cut to what a row keeps.
+    pub(crate) fn message(self) -> String {
         match self.0.char_indices().nth(ERROR_MAX_CHARS) {
             Some((cut, _)) => format!("{}…", &self.0[..cut]),
             None => self.0,

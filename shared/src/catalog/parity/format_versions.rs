@@ -107,14 +107,17 @@ pub fn mentions_defaults(bytes: &[u8]) -> bool {
 pub fn check_defaults_readable(document: &Value) -> Result<(), String> {
     match document {
         Value::Object(fields) => {
-            if let Some(field_type) = fields
-                .get("type")
-                .and_then(|t| serde_json::from_value::<Type>(t.clone()).ok())
+            let defaults: Vec<(&str, &Value)> = ["initial-default", "write-default"]
+                .into_iter()
+                .filter_map(|key| Some((key, fields.get(key).filter(|d| !d.is_null())?)))
+                .collect();
+            // Only a field with a default needs its type parsed.
+            if !defaults.is_empty()
+                && let Some(field_type) = fields
+                    .get("type")
+                    .and_then(|t| serde_json::from_value::<Type>(t.clone()).ok())
             {
-                for key in ["initial-default", "write-default"] {
-                    let Some(default) = fields.get(key).filter(|d| !d.is_null()) else {
-                        continue;
-                    };
+                for (key, default) in defaults {
                     let read = Literal::try_from_json(default.clone(), &field_type);
                     if !matches!(read, Ok(Some(_))) {
                         let name = fields.get("name").and_then(Value::as_str).unwrap_or("?");

@@ -35,7 +35,7 @@ use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging, parity};
 use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, TableRow};
 use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
-use crate::store::{Condition, Write};
+use crate::store::{Condition, Token, Write};
 use crate::types::{
     CommitTableResponse, CreateTableRequest, ListTablesResponse, LoadCredentialsResponse,
     LoadTableResult, RenameTableRequest, TableIdentifier,
@@ -838,6 +838,30 @@ fn creation_properties(
     }
     parity::create::add_java_defaults(&mut properties);
     Ok((version, properties))
+}
+
+/// The writes that take table `name` (its row read with `token`) out of `ns`: the namespace's
+/// table count, held to the version read, and the row, held to its token (a drop, an
+/// unregister).
+pub(super) fn leaving_namespace(
+    ctx: &OrgContext,
+    ns: &Versioned<NamespaceRow>,
+    name: &str,
+    token: Option<Token>,
+) -> [Write; 2] {
+    let mut ns_row = ns.row.clone();
+    ns_row.table_count = ns_row.table_count.saturating_sub(1);
+    [
+        rows::put(
+            keys::namespace(&ctx.org.name, &ns.row.name),
+            &ns_row,
+            Condition::VersionIs(ns.version),
+        ),
+        Write::Delete {
+            key: keys::table(&ns.row.id, name),
+            condition: Condition::TokenIs(token),
+        },
+    ]
 }
 
 /// The check that keeps a name a table is given free of views (in the same write).

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{TableService, placement};
-use crate::catalog::namespaces::purge::{DELETE_BATCH, DroppedTables, backoff, purger};
+use crate::catalog::namespaces::purge::{DELETE_BATCH, DroppedTables, Failure, backoff, purger};
 use crate::catalog::storage;
 use crate::core::{AsRead, Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind};
@@ -32,9 +32,6 @@ use super::recovery::{index_key, index_ms};
 
 /// Dropped tables one purge run attempts at most.
 pub const TABLES_PER_RUN: usize = 50;
-
-/// Longest failure message kept on a row.
-const ERROR_MAX_CHARS: usize = 300;
 
 /// What one run of the dropped-table purge did.
 #[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
@@ -52,25 +49,6 @@ pub struct DroppedPurgeReport {
 enum Outcome {
     Purged,
     Skipped,
-}
-
-/// Why a dropped table could not be purged, from the catalog's own texts (never a bucket
-/// configuration's credentials).
-struct PurgeFailure(String);
-
-impl<E: std::fmt::Display> From<E> for PurgeFailure {
-    fn from(e: E) -> Self {
-        PurgeFailure(e.to_string())
-    }
-}
-
-impl PurgeFailure {
-    fn message(self) -> String {
-        match self.0.char_indices().nth(ERROR_MAX_CHARS) {
-            Some((cut, _)) => format!("{}…", &self.0[..cut]),
-            None => self.0,
-        }
-    }
 }
 
 fn label(row: &DroppedTableRow) -> String {
@@ -171,8 +149,8 @@ async fn purge_dropped_table(
     key: &Key,
     cutoff: Option<u64>,
     deleted: &mut u64,
-) -> Result<(Outcome, String), (PurgeFailure, String)> {
-    let unlabelled = |e: StoreError| (PurgeFailure::from(e), key.sk.clone());
+) -> Result<(Outcome, String), (Failure, String)> {
+    let unlabelled = |e: StoreError| (Failure::from(e), key.sk.clone());
     let Some(dropped) = rows::get::<DroppedTableRow>(&*core.store, key)
         .await
         .map_err(unlabelled)?
@@ -195,14 +173,14 @@ async fn purge_fetched(
     key: &Key,
     dropped: rows::Versioned<DroppedTableRow>,
     deleted: &mut u64,
-) -> Result<Outcome, PurgeFailure> {
+) -> Result<Outcome, Failure> {
     let row = &dropped.row;
     let ns = rows::get::<NamespaceRow>(&*core.store, &keys::namespace(&row.org, &row.namespace))
         .await?
         .map(|ns| ns.row)
         .filter(|ns| ns.id == row.table.namespace_id)
         .ok_or_else(|| {
-            PurgeFailure(format!(
+            Failure(format!(
                 "namespace {} of the dropped table is gone",
                 row.namespace
             ))
@@ -215,7 +193,7 @@ async fn purge_fetched(
         .unwrap_or(&ns.bucket);
     let bucket = rows::get::<BucketRow>(&*core.store, &keys::bucket(&row.org, nickname))
         .await?
-        .ok_or_else(|| PurgeFailure(format!("bucket configuration '{nickname}' is gone")))?
+        .ok_or_else(|| Failure(format!("bucket configuration '{nickname}' is gone")))?
         .row;
     let bucket = core.lookups.opened(bucket).await?;
     let version = match row.purging {
@@ -273,7 +251,7 @@ fn purgeable_directory(
     ns: &NamespaceRow,
     bucket: &BucketRow,
     row: &DroppedTableRow,
-) -> Result<String, PurgeFailure> {
+) -> Result<String, Failure> {
     let directory = storage::normalize_location(row.table.directory());
     let within = match &row.table.storage_override {
         Some(_) => &bucket.root,
@@ -284,7 +262,7 @@ fn purgeable_directory(
     if inside {
         Ok(directory)
     } else {
-        Err(PurgeFailure(format!(
+        Err(Failure(format!(
             "refusing to purge '{directory}': it is not a directory of its own inside '{within}'"
         )))
     }
@@ -295,7 +273,7 @@ async fn empty_directory(
     objects: &dyn ObjectStore,
     directory: &str,
     deleted: &mut u64,
-) -> Result<(), PurgeFailure> {
+) -> Result<(), Failure> {
     let prefix = format!("{}/", directory.trim_end_matches('/'));
     loop {
         let batch = objects.list(&prefix, DELETE_BATCH).await?;

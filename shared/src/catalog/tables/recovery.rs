@@ -150,18 +150,10 @@ impl TableService {
                 purge_last_error: None,
                 purge_index_ms: None,
             };
-            let mut ns_row = ns.row.clone();
-            ns_row.table_count = ns_row.table_count.saturating_sub(1);
+            let [count, removal] = super::leaving_namespace(ctx, &ns, table, row.token);
             let mut writes = vec![
-                rows::put(
-                    keys::namespace(&ctx.org.name, namespace),
-                    &ns_row,
-                    Condition::VersionIs(ns.version),
-                ),
-                Write::Delete {
-                    key: keys::table(&ns.row.id, table),
-                    condition: Condition::TokenIs(row.token),
-                },
+                count,
+                removal,
                 rows::put_indexed(
                     keys::dropped_table(&ns.row.id, &row.row.id),
                     &dropped,

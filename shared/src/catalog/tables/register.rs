@@ -31,8 +31,8 @@ use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
 use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
 use crate::objects::{ObjectError, join};
+use crate::store::Condition;
 use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
-use crate::store::{Condition, Write};
 use crate::types::{LoadTableResult, RegisterTableRequest, UnregisterTableResult};
 
 /// The most objects an override directory may hold at registration: the directory is searched
@@ -235,19 +235,7 @@ impl TableService {
                     &crate::catalog::table_ref(ctx, &ns.row, &row.row),
                 )
                 .await?;
-            let mut ns_row = ns.row.clone();
-            ns_row.table_count = ns_row.table_count.saturating_sub(1);
-            let mut writes = vec![
-                rows::put(
-                    keys::namespace(&ctx.org.name, namespace),
-                    &ns_row,
-                    Condition::VersionIs(ns.version),
-                ),
-                Write::Delete {
-                    key: keys::table(&ns.row.id, table),
-                    condition: Condition::TokenIs(row.token),
-                },
-            ];
+            let mut writes = super::leaving_namespace(ctx, &ns, table, row.token).to_vec();
             writes.extend(
                 placement::claim_releases(&*self.core.store, &ns.row, &bucket, &row.row).await?,
             );
