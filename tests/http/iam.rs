@@ -16,7 +16,7 @@ use floe::catalog::{Catalog, issue_service_admin};
 use floe::iam::{Capability, Function, ObjectUse, SecretUse, StoreUse};
 use floe::model::{BucketAuth, BucketRow, Principal};
 use floe::objects::local::{LocalObjectStore, file_url};
-use floe::objects::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
+use floe::objects::{ObjectError, ObjectMeta, ObjectStore, ObjectStores, ObjectStoresError};
 use floe::secrets::{Sealed, SecretError, SecretSealer};
 use floe::store::observed::{ObservedStore, Observer};
 use floe::vending::{AccessLevel, CredentialVendor, Vended};
@@ -108,11 +108,18 @@ impl ObjectStore for StandIn {
         self.files.put_if_absent(&self.local(location), bytes).await
     }
 
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
-        let found = self.files.list(&self.local(prefix), limit).await?;
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
+        let found = self.files.list_detailed(&self.local(prefix), limit).await?;
         Ok(found
-            .iter()
-            .map(|f| f.replacen(&self.dir, &self.root, 1))
+            .into_iter()
+            .map(|f| ObjectMeta {
+                location: f.location.replacen(&self.dir, &self.root, 1),
+                ..f
+            })
             .collect())
     }
 
@@ -139,9 +146,13 @@ impl ObjectStore for RecordingObjectStore {
         self.inner.put_if_absent(location, bytes).await
     }
 
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
         self.recorder.note(Capability::Objects(ObjectUse::List));
-        self.inner.list(prefix, limit).await
+        self.inner.list_detailed(prefix, limit).await
     }
 
     async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {

@@ -15,6 +15,7 @@ mod iam;
 mod idempotency;
 mod integrity;
 mod lifecycle;
+mod maintenance;
 mod management;
 mod namespaces;
 mod oidc;

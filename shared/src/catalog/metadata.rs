@@ -461,6 +461,7 @@ mod tests {
             metadata_sha256: Some("abc".into()),
             storage_override: None,
             created_ms: 0,
+            deleting_until_ms: None,
         }
     }
 

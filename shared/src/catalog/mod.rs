@@ -10,6 +10,7 @@ pub mod browse;
 pub mod buckets;
 pub mod config;
 pub mod events;
+pub mod maintenance_policy;
 pub mod metadata;
 pub mod names;
 pub mod namespaces;
@@ -99,6 +100,18 @@ impl Catalog {
             .purge_expired(now_ms, purge::RECOVERY_PERIOD, purge::NAMESPACES_PER_RUN)
             .await?;
         Ok(PurgeRun { tables, namespaces })
+    }
+
+    /// One scheduled maintenance run: every table due at `now_ms`, at most
+    /// [`tables::maintenance::TABLES_PER_RUN`].
+    pub async fn maintain_due(
+        &self,
+        now_ms: u64,
+        options: tables::MaintainOptions,
+    ) -> crate::error::Result<tables::MaintenanceRun> {
+        self.tables
+            .maintain_due(now_ms, options, tables::maintenance::TABLES_PER_RUN)
+            .await
     }
 
     /// Forgets every remembered token, row and metadata file, as a newly started instance

@@ -48,6 +48,8 @@ pub enum Kind {
     TableRestored,
     #[serde(rename = "io.floe.table.purged")]
     TablePurged,
+    #[serde(rename = "io.floe.table.maintained")]
+    TableMaintained,
     #[serde(rename = "io.floe.view.created")]
     ViewCreated,
     #[serde(rename = "io.floe.view.replaced")]
@@ -86,6 +88,7 @@ impl Kind {
             Kind::TableUnregistered => "io.floe.table.unregistered",
             Kind::TableRestored => "io.floe.table.restored",
             Kind::TablePurged => "io.floe.table.purged",
+            Kind::TableMaintained => "io.floe.table.maintained",
             Kind::ViewCreated => "io.floe.view.created",
             Kind::ViewReplaced => "io.floe.view.replaced",
             Kind::ViewRenamed => "io.floe.view.renamed",
@@ -177,6 +180,18 @@ pub struct EventData {
     pub grant: Option<GrantChange>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub visibility: Option<Visibility>,
+    /// What a maintenance run deleted (`io.floe.table.maintained`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<MaintenanceCounts>,
+}
+
+/// A maintenance run's deletions, as its event tells them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct MaintenanceCounts {
+    pub snapshots_expired: u64,
+    pub files_deleted: u64,
+    pub bytes_deleted: u64,
 }
 
 /// Who made a change.
@@ -272,6 +287,7 @@ impl Draft {
                 removed_properties: Vec::new(),
                 grant: None,
                 visibility: None,
+                maintenance: None,
             },
         }
     }

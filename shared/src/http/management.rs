@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::extract::{Authenticated, JsonBody, Params, QueryMap};
 use crate::authz::Action;
-use crate::catalog::tables::RestoreRequest;
+use crate::catalog::tables::{MaintainOptions, RestoreRequest};
 use crate::catalog::{BucketRequest, DeleteOptions, NamespacePatch, OrgContext, display_principal};
 use crate::error::CatalogError;
 use crate::model::OrgRole;
@@ -59,6 +59,14 @@ pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
     route(
         "DELETE",
         "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}",
+    ),
+    route(
+        "POST",
+        "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintain",
+    ),
+    route(
+        "GET",
+        "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintenance",
     ),
     route("GET", "/orgs/{org}/namespaces/{namespace}/grants"),
     route("PUT", "/orgs/{org}/namespaces/{namespace}/grants"),
@@ -109,6 +117,12 @@ fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
         }
         ("DELETE", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}") => {
             delete(purge_dropped_table)
+        }
+        ("POST", "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintain") => {
+            post(maintain_table)
+        }
+        ("GET", "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintenance") => {
+            get(table_maintenance)
         }
         ("GET", "/orgs/{org}/namespaces/{namespace}/grants") => get(list_grants),
         ("PUT", "/orgs/{org}/namespaces/{namespace}/grants") => put(put_grant),
@@ -398,6 +412,34 @@ async fn purge_dropped_table(
         )
         .await?;
     no_content()
+}
+
+async fn maintain_table(
+    State(s): State<AppState>,
+    InOrg(ctx): InOrg,
+    path: PathMap,
+    query: QueryMap,
+) -> Answer {
+    let options = MaintainOptions {
+        dry_run: query.flag("dry_run")?,
+        verbose: query.flag("verbose")?,
+    };
+    ok(s.catalog
+        .tables
+        .maintain_table(
+            &ctx,
+            param(&path, "namespace")?,
+            param(&path, "table")?,
+            options,
+        )
+        .await?)
+}
+
+async fn table_maintenance(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {
+    ok(s.catalog
+        .tables
+        .maintenance_settings(&ctx, param(&path, "namespace")?, param(&path, "table")?)
+        .await?)
 }
 
 async fn get_namespace(State(s): State<AppState>, InOrg(ctx): InOrg, path: PathMap) -> Answer {

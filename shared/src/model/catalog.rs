@@ -115,6 +115,11 @@ pub struct TableRow {
     #[serde(default)]
     pub storage_override: Option<TableStorage>,
     pub created_ms: u64,
+    /// Until when (Unix ms) a maintenance run is deleting files the table no longer
+    /// references: no commit lands before it passes or the run lifts it, so nothing a commit
+    /// references can be among the files being deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleting_until_ms: Option<u64>,
 }
 
 /// A view: its identity, its directory and its current metadata file, as a table row records
@@ -175,6 +180,11 @@ impl TableRow {
     /// The directory the table owns.
     pub fn directory(&self) -> &str {
         self.directory.as_deref().unwrap_or(&self.location)
+    }
+
+    /// Whether a maintenance run holds the table's commits off at `now_ms`.
+    pub fn is_fenced(&self, now_ms: u64) -> bool {
+        self.deleting_until_ms.is_some_and(|until| until > now_ms)
     }
 }
 

@@ -19,7 +19,7 @@ use http_body_util::{BodyExt, Full};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 
-use super::{ObjectError, ObjectStore, ObjectStoresError};
+use super::{ObjectError, ObjectMeta, ObjectStore, ObjectStoresError};
 use crate::google::{CLOUD_PLATFORM_SCOPE, HttpClient, http_client};
 use crate::model::{BucketAuth, BucketRow, parse_gs_url};
 
@@ -242,7 +242,11 @@ impl ObjectStore for GcsObjectStore {
         }
     }
 
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Page {
@@ -253,6 +257,12 @@ impl ObjectStore for GcsObjectStore {
         #[derive(Deserialize)]
         struct Item {
             name: String,
+            /// Decimal bytes, as the JSON API gives every 64-bit number.
+            #[serde(default)]
+            size: Option<String>,
+            /// RFC 3339.
+            #[serde(default)]
+            updated: Option<String>,
         }
         let key_prefix = self.key_of(prefix)?;
         let mut found = Vec::new();
@@ -262,7 +272,7 @@ impl ObjectStore for GcsObjectStore {
             let mut pairs = vec![
                 ("prefix", key_prefix),
                 ("maxResults", max.as_str()),
-                ("fields", "items(name),nextPageToken"),
+                ("fields", "items(name,size,updated),nextPageToken"),
             ];
             if let Some(token) = &page_token {
                 pairs.push(("pageToken", token));
@@ -280,11 +290,16 @@ impl ObjectStore for GcsObjectStore {
                 .map_err(|f| io_err(prefix, f))?;
             let page: Page = serde_json::from_slice(&body)
                 .map_err(|e| ObjectError::io(prefix, "UnreadableListing", &e))?;
-            found.extend(
-                page.items
-                    .into_iter()
-                    .map(|item| format!("gs://{}/{}", self.bucket, item.name)),
-            );
+            found.extend(page.items.into_iter().map(|item| {
+                ObjectMeta {
+                    location: format!("gs://{}/{}", self.bucket, item.name),
+                    size: item.size.and_then(|s| s.parse().ok()).unwrap_or(0),
+                    modified_ms: item
+                        .updated
+                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                        .map_or(0, |t| t.timestamp_millis().max(0) as u64),
+                }
+            }));
             match page.next_page_token {
                 Some(token) => page_token = Some(token),
                 None => break,

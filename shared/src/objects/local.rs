@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
+use super::{ObjectError, ObjectMeta, ObjectStore, ObjectStores, ObjectStoresError};
 use crate::model::{BucketRow, Platform};
 
 /// Files under one root directory, addressed as `file://<root>/...`.
@@ -157,7 +157,11 @@ impl ObjectStore for LocalObjectStore {
         .await
     }
 
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
         let checked = self.checked(prefix.trim_end_matches('/'))?;
         let loc = prefix.to_owned();
         blocking(prefix, move || {
@@ -179,7 +183,21 @@ impl ObjectStore for LocalObjectStore {
                     } else if kind.is_dir() {
                         stack.push(entry.path());
                     } else if !is_temporary(&entry.path()) {
-                        found.push(file_url(&entry.path()));
+                        let meta = match entry.metadata() {
+                            Ok(meta) => meta,
+                            // Deleted between the listing and the look at it.
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                            Err(e) => return Err(io_err(&loc, e)),
+                        };
+                        found.push(ObjectMeta {
+                            location: file_url(&entry.path()),
+                            size: meta.len(),
+                            modified_ms: meta
+                                .modified()
+                                .ok()
+                                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                                .map_or(0, |d| d.as_millis() as u64),
+                        });
                         if found.len() >= limit {
                             return Ok(found);
                         }

@@ -92,6 +92,15 @@ impl ObjectUse {
     ];
 }
 
+/// One listed object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub location: String,
+    pub size: u64,
+    /// When the object was last written, in Unix milliseconds (storage's clock).
+    pub modified_ms: u64,
+}
+
 #[async_trait]
 pub trait ObjectStore: Send + Sync + 'static {
     async fn get(&self, location: &str) -> Result<Bytes, ObjectError>;
@@ -99,8 +108,23 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Writes only when nothing exists at `location` yet.
     async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError>;
 
+    /// Up to `limit` objects under `prefix` (a location ending in `/`), with their size and
+    /// age: what storage reclamation needs to report bytes and to spare young files.
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError>;
+
     /// Up to `limit` object locations under `prefix` (a location ending in `/`).
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError>;
+    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+        Ok(self
+            .list_detailed(prefix, limit)
+            .await?
+            .into_iter()
+            .map(|o| o.location)
+            .collect())
+    }
 
     /// Deletes objects; absent ones are not an error.
     async fn delete(&self, locations: &[String]) -> Result<(), ObjectError>;

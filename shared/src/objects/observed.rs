@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::{ObjectError, ObjectStore, ObjectStores, ObjectStoresError};
+use super::{ObjectError, ObjectMeta, ObjectStore, ObjectStores, ObjectStoresError};
 use crate::model::BucketRow;
 
 /// Object requests made so far, by kind (S3 bills GETs apart from PUTs and LISTs).
@@ -94,9 +94,13 @@ impl ObjectStore for ObservedObjectStore {
         self.inner.put_if_absent(location, bytes).await
     }
 
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
         ObjectCounter::add(&self.counter.lists);
-        self.inner.list(prefix, limit).await
+        self.inner.list_detailed(prefix, limit).await
     }
 
     async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {

@@ -15,7 +15,7 @@ use aws_sdk_s3::types::{Delete, ObjectIdentifier};
 use bytes::Bytes;
 
 use super::ObjectUse;
-use super::{ObjectError, ObjectStore, ObjectStoresError, safe_code};
+use super::{ObjectError, ObjectMeta, ObjectStore, ObjectStoresError, safe_code};
 use crate::model::{BucketAuth, BucketRow, S3Defaults, bucket_endpoint, parse_s3_url};
 
 /// Objects of one S3 bucket.
@@ -127,7 +127,11 @@ impl ObjectStore for S3ObjectStore {
         }
     }
 
-    async fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, ObjectError> {
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
         let key_prefix = self.key_of(prefix)?;
         let mut found = Vec::new();
         let mut continuation = None;
@@ -144,7 +148,14 @@ impl ObjectStore for S3ObjectStore {
                 .map_err(|e| io_err(prefix, e))?;
             for object in page.contents() {
                 if let Some(key) = object.key() {
-                    found.push(format!("s3://{}/{key}", self.bucket));
+                    found.push(ObjectMeta {
+                        location: format!("s3://{}/{key}", self.bucket),
+                        size: object.size().unwrap_or(0).max(0) as u64,
+                        modified_ms: object
+                            .last_modified()
+                            .and_then(|t| t.to_millis().ok())
+                            .map_or(0, |ms| ms.max(0) as u64),
+                    });
                     if found.len() >= limit {
                         return Ok(found);
                     }

@@ -189,6 +189,14 @@ pub mod keys {
         )
     }
     pub const DROPPED_TABLE_PREFIX: &str = "DROPPED#";
+    /// A table's maintenance state (last run, failures), by the table's uuid.
+    pub fn maintenance_state(namespace_id: &str, table_uuid: &str) -> Key {
+        Key::new(
+            namespace_partition(namespace_id),
+            format!("{MAINTENANCE_STATE_PREFIX}{table_uuid}"),
+        )
+    }
+    pub const MAINTENANCE_STATE_PREFIX: &str = "MAINT#";
     /// Partition of the sparse index entry of every dropped table.
     pub const DROPPED_TABLES: &str = "DROPPED_TABLES";
     /// Index entry of a dropped table, ordered by when the purge takes it.

@@ -117,6 +117,8 @@ impl NamespaceService {
         let name = names::single_level(&request.namespace)?.to_owned();
         names::validate_namespace_name(&name)?;
         let mut properties = request.properties.unwrap_or_default();
+        crate::catalog::maintenance_policy::check(properties.clone())
+            .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
         let nickname = properties
             .get(BUCKET_PROPERTY)
             .cloned()
@@ -409,6 +411,8 @@ impl NamespaceService {
                 "Property '{managed}' is set by the catalog when the namespace is created and cannot be changed"
             )));
         }
+        crate::catalog::maintenance_policy::check(updates.clone())
+            .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
         for _ in 0..ROW_RACE_RETRIES {
             let ns = self.core.lookups.live_namespace(ctx, name).await?;
             authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Write)?;

@@ -308,7 +308,11 @@ impl NamespaceService {
         ns: &NamespaceRow,
     ) -> Result<(), StoreError> {
         let pk = keys::namespace_partition(&ns.id);
-        for prefix in [keys::DIRECTORY_PREFIX, keys::DROPPED_TABLE_PREFIX] {
+        for prefix in [
+            keys::DIRECTORY_PREFIX,
+            keys::DROPPED_TABLE_PREFIX,
+            keys::MAINTENANCE_STATE_PREFIX,
+        ] {
             self.remove_all(&pk, prefix).await?;
         }
         loop {

@@ -73,6 +73,12 @@ impl TableService {
                 "The commit's identifier does not match the table in the path".into(),
             ));
         }
+        for update in &request.updates {
+            if let TableUpdate::SetProperties { updates } = update {
+                crate::catalog::maintenance_policy::check(updates.clone())
+                    .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
+            }
+        }
         let is_create = request
             .requirements
             .iter()
@@ -134,6 +140,8 @@ impl TableService {
             response,
         } = match self.prepare_commit(ctx, ns, current, request).await? {
             Prepared::Unchanged { response } => return Ok(Attempt::Committed(response)),
+            // Waits out the run's deletion as a lost swap is waited out: a fresh read later.
+            Prepared::Fenced => return Ok(Attempt::LostRace),
             Prepared::Changed(publish) => *publish,
         };
         let change = Change::new().with(Swap, swap);
@@ -166,6 +174,9 @@ impl TableService {
         request: &CommitTableRequest,
     ) -> Result<Prepared> {
         let row = &current.row;
+        if row.is_fenced(self.core.clock.now_ms()) {
+            return Ok(Prepared::Fenced);
+        }
         let bucket = self.core.lookups.table_bucket(ctx, ns, row).await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
         let (file, base) = self
@@ -229,6 +240,7 @@ impl TableService {
             metadata_sha256: Some(written.file.sha256.clone()),
             directory: Some(row.directory().to_owned()),
             bucket: Some(bucket.nickname.clone()),
+            deleting_until_ms: None,
             ..row.clone()
         };
         // Conditioned on the token this commit read: a token is drawn afresh for every write of
@@ -361,7 +373,7 @@ pub(crate) fn stamp_summary(summary: &mut serde_json::Map<String, Value>, princi
 
 /// Applies a commit's updates with the crate's builder, in order. `previous` is the location of
 /// the file `base` was read from (it joins the metadata log), `None` for a new table.
-fn apply_updates(
+pub(super) fn apply_updates(
     base: TableMetadata,
     previous: Option<String>,
     updates: impl Iterator<Item = TableUpdate>,
@@ -391,7 +403,7 @@ fn apply_updates(
 /// The one write of a commit: the table row's pointer, swapped if its token is still the one
 /// read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Swap;
+pub(super) struct Swap;
 
 /// A commit worked out against one read of its table, its new file (if any) written.
 pub(super) enum Prepared {
@@ -399,6 +411,8 @@ pub(super) enum Prepared {
     Unchanged { response: CommitTableResponse },
     /// The new file, published by its swap.
     Changed(Box<Publish>),
+    /// A maintenance run is deleting files of the table: nothing was written, try later.
+    Fenced,
 }
 
 /// The swap that publishes a commit's new file if the row still holds the token read, the

@@ -2,6 +2,7 @@
 //! transaction), drop, unregister, rename, metrics, views.
 
 mod commit;
+pub mod maintenance;
 pub(crate) mod placement;
 mod purge;
 mod recovery;
@@ -14,6 +15,7 @@ use crate::core::{Change, ChangeFailure, Core};
 use crate::events::{Draft, Kind, TableName};
 pub(crate) use commit::stamp_summary;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
+pub use maintenance::{MaintainOptions, MaintenanceReport, MaintenanceRun};
 pub use purge::{DroppedPurgeReport, DroppedTablePurger, TABLES_PER_RUN};
 pub use recovery::{DroppedTable, RETAIN_DROPPED_DATA_PROPERTY, RestoreRequest, RestoredTable};
 pub(crate) use register::{read_registered_file, registrable_file};
@@ -180,6 +182,8 @@ impl TableService {
         let stage = request.stage_create.unwrap_or(false);
         let (format_version, properties) =
             creation_properties(request.properties.unwrap_or_default())?;
+        maintenance::policy::check(properties.clone())
+            .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
         parity::format_versions::check_schema(&request.schema, format_version)
             .and_then(|()| {
                 parity::format_versions::check_create_properties(&properties, format_version)
@@ -236,7 +240,11 @@ impl TableService {
                     .unwrap_or_else(SortOrder::unsorted_order),
                 location: placement.location.clone(),
                 format_version,
-                properties: properties.clone(),
+                properties: {
+                    let mut properties = properties.clone();
+                    maintenance::policy::stamp_new_table(&mut properties, &ns.row.properties);
+                    properties
+                },
             })
             .map_err(|e| {
                 CatalogError::BadRequest(format!("Invalid table definition: {}", e.message()))
@@ -334,6 +342,7 @@ impl TableService {
             metadata_sha256: Some(written.file.sha256.clone()),
             storage_override: placement.storage_override.clone(),
             created_ms: self.core.clock.now_ms(),
+            deleting_until_ms: None,
         };
         let mut ns_row = ns.row.clone();
         ns_row.table_count += 1;

@@ -221,10 +221,17 @@ async fn purge_fetched(
             }
         }
     };
-    let mut writes = vec![Write::Delete {
-        key: key.clone(),
-        condition: Condition::VersionIs(version),
-    }];
+    let mut writes = vec![
+        Write::Delete {
+            key: key.clone(),
+            condition: Condition::VersionIs(version),
+        },
+        // Its maintenance bookkeeping, if it was ever maintained.
+        Write::Delete {
+            key: keys::maintenance_state(&ns.id, &row.table.id),
+            condition: Condition::Always,
+        },
+    ];
     if row.purge_files {
         let directory = purgeable_directory(&ns, &bucket, row)?;
         let objects = core.lookups.objects_for(&bucket).await?;

@@ -126,6 +126,7 @@ impl TableService {
                     SiteClaim::Segment(_) => None,
                 },
                 created_ms: self.core.clock.now_ms(),
+                deleting_until_ms: None,
             };
             let change = match self
                 .registration_change(&ns, &site, &row, existing.as_ref())
@@ -424,6 +425,13 @@ impl TableService {
         let mut ns_row = ns.row.clone();
         if existing.is_none() {
             ns_row.table_count += 1;
+        }
+        if existing.is_some_and(|e| e.row.is_fenced(self.core.clock.now_ms())) {
+            // A maintenance run is deleting files of the table this would replace.
+            return Err(CatalogError::CommitFailed(format!(
+                "Table {}.{} is being maintained; retry the registration",
+                ns.row.name, row.name
+            )));
         }
         let name_condition = match existing {
             Some(e) => Condition::TokenIs(e.token),

@@ -166,6 +166,12 @@ impl TableService {
                     change.push(MemberPart, publish.swap);
                     events.push(publish.event);
                 }
+                Prepared::Fenced => {
+                    return Err(CatalogError::CommitFailed(format!(
+                        "Table {}.{} is being maintained; retry the transaction",
+                        member.ns.name, member.current.row.name
+                    )));
+                }
             }
         }
         match self
