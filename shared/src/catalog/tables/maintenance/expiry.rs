@@ -204,13 +204,13 @@ mod tests {
 
     #[test]
     fn old_ancestors_of_main_expire_and_the_newest_stays() {
-        // Ten snapshots a day apart; the last is 1 day old at `now`.
+        // Ten snapshots a day apart: snapshot n is 11 - n days old at `now`.
         let snapshots = chain(10, 0, DAY);
         let now = 10 * DAY;
         let refs = HashMap::from([(MAIN.to_owned(), branch(10))]);
         let plan = plan(&snapshots, &refs, &Policy::default(), now);
-        // 5-day default: snapshots 5..=10 are at most 5 days old.
-        assert_eq!(plan.snapshots, vec![1, 2, 3, 4]);
+        // 5-day default: snapshots 6..=10 are at most 5 days old.
+        assert_eq!(plan.snapshots, vec![1, 2, 3, 4, 5]);
         assert!(plan.refs.is_empty());
     }
 
