@@ -124,6 +124,10 @@ MANAGEMENT_ROUTES = [
      {"namespace": "events_ns", "table_uuid": DROPPED_UUID}, {}, {"name": "events_restored"}),
     ("purge-dropped-table", "DELETE", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}",
      {"namespace": "events_ns", "table_uuid": DROPPED_UUID}, {}, None),
+    ("maintain-table", "POST", "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintain",
+     {"namespace": "events_ns", "table": "events_table"}, {"dry_run": "true"}, None),
+    ("get-table-maintenance", "GET", "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintenance",
+     {"namespace": "events_ns", "table": "events_table"}, {}, None),
     ("get-namespace-settings", "GET", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {}, None),
     ("update-namespace-settings", "PATCH", "/orgs/{org}/namespaces/{namespace}", {"namespace": "events_ns"}, {},
      {"description": "Events from API Gateway"}),
@@ -306,6 +310,8 @@ def main():
     for name, *request in UI_ROUTES:
         (HERE / f"{name}.json").write_text(json.dumps(ui_event(*request), indent=2) + "\n")
     (HERE / "purge-schedule.json").write_text(json.dumps(SCHEDULE, indent=2) + "\n")
+    maintenance = dict(SCHEDULE, resources=["arn:aws:events:us-east-1:123456789012:rule/floe-maintenance"])
+    (HERE / "maintenance-schedule.json").write_text(json.dumps(maintenance, indent=2) + "\n")
     (HERE / "events-stream.json").write_text(json.dumps(stream_event(), indent=2) + "\n")
 
 

@@ -57,6 +57,8 @@ pub enum Function {
     /// Remote signing: signs engines' storage requests with a bucket's static keys.
     Signing,
     Purge,
+    /// The scheduled table maintenance: snapshot expiry and storage reclamation.
+    Maintenance,
     /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
     Management,
     /// The read-only web view under `/ui` (`ui::GATEWAY_ROUTES`).
@@ -68,7 +70,7 @@ pub enum Function {
 use Capability::{DeadLetters, Objects, PublishEvents, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 10] = [
+    pub const ALL: [Function; 11] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
@@ -76,6 +78,7 @@ impl Function {
         Function::Credentials,
         Function::Signing,
         Function::Purge,
+        Function::Maintenance,
         Function::Management,
         Function::Ui,
         Function::Events,
@@ -109,6 +112,7 @@ impl Function {
             Function::Credentials => "credentials",
             Function::Signing => "signing",
             Function::Purge => "purge",
+            Function::Maintenance => "maintenance",
             Function::Management => "management",
             Function::Ui => "ui",
             Function::Events => "events",
@@ -201,6 +205,22 @@ impl Function {
                 Objects(ObjectUse::Delete),
                 Secrets(SecretUse::Open),
             ],
+            // The index of orgs, queries of their namespaces, tables and maintenance records;
+            // each due table's row and metadata file (gets), its expiry commit (the new
+            // metadata file put, the pointer swap put), the listing of its directory and the
+            // deletion of what it no longer reaches (manifest lists and manifests read first),
+            // the fence on its row and its maintenance record (puts).
+            Function::Maintenance => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::QueryIndex),
+                Store(StoreUse::Put),
+                Objects(ObjectUse::Get),
+                Objects(ObjectUse::Put),
+                Objects(ObjectUse::List),
+                Objects(ObjectUse::Delete),
+                Secrets(SecretUse::Open),
+            ],
             // Rows only: orgs (a conditional put), api clients (member, membership, token and
             // listing rows put; deleted together), members and team members (both sides put or
             // deleted), teams, grants (both sides put or deleted), namespace settings (a
@@ -212,14 +232,20 @@ impl Function {
             // credentials (the reachability check) and seals its static keys' secret; making a
             // bucket the default opens it (the check that it can back Iceberg storage).
             // Restoring a dropped table puts its row back holding the name's view row absent
-            // (a condition check) and its dropped row deleted, in one write.
+            // (a condition check) and its dropped row deleted, in one write. Maintaining a
+            // table on request (`.../maintain`) does what the maintenance function does to it:
+            // metadata and manifests read, the expiry's metadata file put, the directory listed
+            // and what it no longer reaches deleted.
             Function::Management => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::Put),
                 Store(StoreUse::Delete),
                 Store(StoreUse::Check),
+                Objects(ObjectUse::Get),
+                Objects(ObjectUse::Put),
                 Objects(ObjectUse::List),
+                Objects(ObjectUse::Delete),
                 Secrets(SecretUse::Seal),
                 Secrets(SecretUse::Open),
             ],
@@ -297,6 +323,7 @@ mod tests {
             Function::Tables,
             Function::Commits,
             Function::Purge,
+            Function::Maintenance,
             Function::Management,
             Function::Ui,
         ] {

@@ -359,35 +359,41 @@ async fn every_function_uses_exactly_what_it_declares() {
         recorder.clone(),
     );
     let stand_ins = Arc::new(tempfile::tempdir().unwrap());
-    let c = TestCatalog::with_adapters(Wrap {
-        store: Box::new(move |inner| {
-            let observer: Observer = Arc::new(move |uses: &[StoreUse]| {
-                for store_use in uses {
-                    r1.note(Capability::Store(*store_use));
-                }
-            });
-            Arc::new(ObservedStore::new(inner, observer))
-        }),
-        objects: Box::new(move |inner| {
-            Arc::new(RecordingObjects {
-                inner,
-                recorder: r2,
-                stand_ins,
-            })
-        }),
-        vendor: Box::new(move |inner| {
-            Arc::new(RecordingVendor {
-                inner,
-                recorder: r3,
-            })
-        }),
-        sealer: Box::new(move |inner| {
-            Arc::new(RecordingSealer {
-                inner,
-                recorder: r4,
-            })
-        }),
-    })
+    // Moved only to age the snapshots that maintenance expires.
+    let clock = Arc::new(floe::clock::ManualClock::new(now_ms()));
+    let configured = clock.clone();
+    let c = TestCatalog::custom(
+        Wrap {
+            store: Box::new(move |inner| {
+                let observer: Observer = Arc::new(move |uses: &[StoreUse]| {
+                    for store_use in uses {
+                        r1.note(Capability::Store(*store_use));
+                    }
+                });
+                Arc::new(ObservedStore::new(inner, observer))
+            }),
+            objects: Box::new(move |inner| {
+                Arc::new(RecordingObjects {
+                    inner,
+                    recorder: r2,
+                    stand_ins,
+                })
+            }),
+            vendor: Box::new(move |inner| {
+                Arc::new(RecordingVendor {
+                    inner,
+                    recorder: r3,
+                })
+            }),
+            sealer: Box::new(move |inner| {
+                Arc::new(RecordingSealer {
+                    inner,
+                    recorder: r4,
+                })
+            }),
+        },
+        move |b| b.clock(configured),
+    )
     .await;
     c.add_bucket("own", BucketAuth::Server).await;
     // The namespace the routes run in lives on a bucket with static keys: every function that
@@ -690,6 +696,76 @@ async fn every_function_uses_exactly_what_it_declares() {
     .await
     .assert_ok(200);
 
+    // Maintenance of two tables, each with an hour-old snapshot to expire and metadata files
+    // that left the log: one through the management API (dry, then for real), the other by
+    // the scheduled run. The snapshot kept lists no manifests (an empty manifest list).
+    for name in ["kept", "swept"] {
+        call(d, Method::POST, &tables, Some(create_table_body(name)))
+            .await
+            .assert_ok(200);
+        let properties = json!({"requirements": [], "updates": [{"action": "set-properties", "updates": {
+            "history.expire.max-snapshot-age-ms": "60000",
+            "write.metadata.previous-versions-max": "1",
+            "write.metadata.delete-after-commit.enabled": "true"}}]});
+        call(
+            d,
+            Method::POST,
+            &format!("{tables}/{name}"),
+            Some(properties),
+        )
+        .await
+        .assert_ok(200);
+        for id in [1, 2] {
+            let current = call(d, Method::GET, &format!("{tables}/{name}"), None).await;
+            let metadata = current.assert_ok(200)["metadata"].clone();
+            let append = append_body(&metadata, id);
+            let list = append["updates"][0]["snapshot"]["manifest-list"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            c.overwrite(&list, empty_manifest_list(id).await).await;
+            call(d, Method::POST, &format!("{tables}/{name}"), Some(append))
+                .await
+                .assert_ok(200);
+        }
+    }
+    clock.advance_ms(2 * 3_600_000);
+    let kept = format!("{org}/namespaces/ns/tables/kept");
+    management(Method::GET, format!("{kept}/maintenance"), None)
+        .await
+        .assert_ok(200);
+    let planned = management(Method::POST, format!("{kept}/maintain?dry_run=true"), None).await;
+    assert_eq!(
+        planned.assert_ok(200)["snapshots-expired"],
+        1,
+        "{}",
+        planned.body
+    );
+    let done = management(Method::POST, format!("{kept}/maintain"), None).await;
+    assert_eq!(done.assert_ok(200)["snapshots-expired"], 1);
+    assert!(
+        done.body["files-deleted"].as_u64().unwrap() > 0,
+        "{}",
+        done.body
+    );
+    recorder.set(Some(Function::Maintenance));
+    let run = d.instances[&Function::Maintenance]
+        .maintain_due(floe::clock::Clock::now_ms(&*clock), Default::default())
+        .await
+        .unwrap();
+    recorder.set(None);
+    let swept = run
+        .tables
+        .iter()
+        .find(|t| t.table.ends_with("/ns/swept"))
+        .expect("the table never maintained is due");
+    assert!(swept.error.is_none(), "{run:?}");
+    assert!(swept.report.as_ref().unwrap().files_deleted > 0, "{run:?}");
+    assert!(
+        !run.tables.iter().any(|t| t.table.ends_with("/ns/kept")),
+        "maintained already today"
+    );
+
     // Views: create, load, exists, replace, rename, drop, and a registration of a file that is
     // not there (its read is what the route does with storage).
     let views = format!("{namespaces}/ns/views");
@@ -805,7 +881,14 @@ async fn every_function_uses_exactly_what_it_declares() {
     )
     .await
     .assert_ok(204);
-    call(d, Method::DELETE, &format!("{namespaces}/ns"), None).await;
+    for name in ["kept", "swept"] {
+        call(d, Method::DELETE, &format!("{tables}/{name}"), None)
+            .await
+            .assert_ok(204);
+    }
+    call(d, Method::DELETE, &format!("{namespaces}/ns"), None)
+        .await
+        .assert_ok(204);
 
     // The change events of all of the above.
     let events = management(Method::GET, format!("{org}/events?limit=1000"), None).await;
@@ -818,13 +901,13 @@ async fn every_function_uses_exactly_what_it_declares() {
 
     // The purge, once the recovery period has passed.
     recorder.set(Some(Function::Purge));
-    let later = now_ms() + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
+    let later = floe::clock::Clock::now_ms(&*clock) + RECOVERY_PERIOD.as_millis() as u64 + 1_000;
     let run = d.instances[&Function::Purge]
         .purge_due(later)
         .await
         .unwrap();
     recorder.set(None);
-    assert_eq!(run.tables.purged.len(), 2, "{run:?}");
+    assert_eq!(run.tables.purged.len(), 4, "{run:?}");
     assert_eq!(run.namespaces.purged.len(), 2, "{run:?}");
 
     let called = d.called.lock().unwrap().clone();
@@ -859,4 +942,23 @@ async fn every_function_uses_exactly_what_it_declares() {
         }
     }
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
+
+/// A manifest list of snapshot `id` listing no manifests, as the iceberg crate writes it.
+async fn empty_manifest_list(id: i64) -> Vec<u8> {
+    let io = iceberg::io::FileIO::new_with_memory();
+    let scratch = format!("memory:///snap-{id}.avro");
+    let writer = iceberg::spec::ManifestListWriter::v2(
+        io.new_output(&scratch).unwrap().writer().await.unwrap(),
+        id,
+        None,
+        id,
+    );
+    writer.close().await.unwrap();
+    io.new_input(&scratch)
+        .unwrap()
+        .read()
+        .await
+        .unwrap()
+        .to_vec()
 }

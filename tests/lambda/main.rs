@@ -238,6 +238,7 @@ async fn every_event_is_answered_by_its_own_function() {
         .filter(|p| {
             p.extension().is_some_and(|x| x == "json")
                 && !p.ends_with("purge-schedule.json")
+                && !p.ends_with("maintenance-schedule.json")
                 && !p.ends_with("events-stream.json")
         })
         .collect();
@@ -482,6 +483,22 @@ async fn the_schedule_event_runs_the_purge() {
         .unwrap();
     // Nothing has been deleted for seven days yet.
     assert!(!report.did_anything(), "{report:?}");
+}
+
+#[tokio::test]
+async fn the_schedule_event_runs_the_maintenance() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    let raw = std::fs::read_to_string(events_dir().join("maintenance-schedule.json")).unwrap();
+    let event: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(event["detail-type"], "Scheduled Event");
+    let run = floe_lambda::maintain(&catalog, LambdaEvent::new(event, Context::default()))
+        .await
+        .unwrap();
+    // The provisioned table was never maintained: it is due, and has nothing to reclaim.
+    assert!(!run.tables.is_empty(), "{run:?}");
+    assert!(run.failures().is_empty(), "{run:?}");
+    assert_eq!(run.files_deleted, 0);
 }
 
 #[tokio::test]

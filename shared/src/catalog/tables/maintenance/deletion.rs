@@ -203,14 +203,22 @@ async fn lift(
     match written {
         Ok(()) => Ok(lifted),
         Err(_) => {
+            // The row moved under the fence (a drop, say): the deletions happened all the same,
+            // so their event goes with the table's maintenance record instead.
             if let Some(event) = event {
-                let holds = Write::Check {
-                    key: keys::namespace(&ns.org, &ns.name),
-                    condition: Condition::Exists,
-                };
+                let record = rows::put(
+                    keys::maintenance_state(&ns.id, &fenced.row.id),
+                    &super::MaintenanceStateRow {
+                        table_id: fenced.row.id.clone(),
+                        last_run_ms: core.clock.now_ms(),
+                        failures: 0,
+                        last_error: None,
+                    },
+                    Condition::Always,
+                );
                 if let Err(e) = core
                     .changes
-                    .write(None, Change::as_read(vec![holds]), event)
+                    .write(None, Change::as_read(vec![record]), event)
                     .await
                 {
                     tracing::error!(error = ?e, org = %ctx.org.name, namespace = %ns.name, table = %fenced.row.name, "maintenance event not written");

@@ -165,8 +165,24 @@ impl TableService {
             .lookups
             .authorized_table(ctx, namespace, table, Action::Manage)
             .await?;
+        let table_row = row.row.clone();
         let report = self.maintain(&ctx.org, &ns, row, options).await?;
         if !options.dry_run {
+            // Counts as the table's run for the schedule too.
+            let previous = crate::store::rows::get::<MaintenanceStateRow>(
+                &*self.core.store,
+                &crate::store::rows::keys::maintenance_state(&ns.id, &table_row.id),
+            )
+            .await?
+            .map(|state| state.row);
+            self.record(
+                &ns,
+                &table_row,
+                previous.as_ref(),
+                self.core.clock.now_ms(),
+                report.error.as_deref(),
+            )
+            .await;
             tracing::info!(audit = "table", org = %ctx.org.name, namespace, table, by = %ctx.principal.id, snapshots_expired = report.snapshots_expired, files_deleted = report.files_deleted, bytes_deleted = report.bytes_deleted, "table maintained");
         }
         Ok(report)

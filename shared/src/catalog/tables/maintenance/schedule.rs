@@ -258,7 +258,7 @@ impl TableService {
 
     /// Records a table's run on it; a failure to record is logged (the table is then due again
     /// at the next run, which is harmless).
-    async fn record(
+    pub(super) async fn record(
         &self,
         ns: &NamespaceRow,
         table: &TableRow,

@@ -1,0 +1,13 @@
+//! Scheduled (EventBridge) entry point of table maintenance: every table due, one pass.
+
+use lambda_runtime::{Error, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let catalog = floe_lambda::init().await?;
+    lambda_runtime::run(service_fn(|event| {
+        let catalog = catalog.clone();
+        async move { floe_lambda::maintain(&catalog, event).await }
+    }))
+    .await
+}
