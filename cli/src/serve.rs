@@ -28,6 +28,11 @@ pub struct ServeArgs {
     /// a scheduler instead).
     #[arg(long, env = "FLOE_PURGE_INTERVAL_SECS", default_value_t = 300)]
     purge_interval_secs: u64,
+    /// Seconds between maintenance runs beside the server (each table is maintained once a
+    /// day; a run takes the tables due). 0 runs no maintenance here (run `floe admin maintain`
+    /// from a scheduler instead).
+    #[arg(long, env = "FLOE_MAINTENANCE_INTERVAL_SECS", default_value_t = 3600)]
+    maintenance_interval_secs: u64,
     /// Where change events are appended, one JSON object per line (default: events.ndjson in
     /// the data directory).
     #[arg(long, env = "FLOE_EVENTS_FILE")]
@@ -61,6 +66,16 @@ pub enum AdminCommand {
     Purge {
         #[command(flatten)]
         settings: Settings,
+    },
+    /// Run one maintenance pass (every table due: snapshot expiry, then the files tables no
+    /// longer reference) and print its report as JSON. The embedded store is locked by a
+    /// running `floe serve`, which maintains by itself.
+    Maintain {
+        #[command(flatten)]
+        settings: Settings,
+        /// Plan and report only: nothing is committed, deleted or recorded.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -128,6 +143,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         tokio::spawn(purge_beside_server(
             catalog.clone(),
             Duration::from_secs(args.purge_interval_secs),
+        ));
+    }
+    if args.maintenance_interval_secs > 0 {
+        tokio::spawn(maintenance_beside_server(
+            catalog.clone(),
+            Duration::from_secs(args.maintenance_interval_secs),
         ));
     }
     start_publishers(&args, &catalog)?;
@@ -203,6 +224,7 @@ pub async fn admin(command: AdminCommand) -> Result<(), String> {
         AdminCommand::Init { settings } => init(&settings).await,
         AdminCommand::CreateToken(args) => create_token(args).await,
         AdminCommand::Purge { settings } => purge_once(&settings).await,
+        AdminCommand::Maintain { settings, dry_run } => maintain_once(&settings, dry_run).await,
     }
 }
 
@@ -230,6 +252,68 @@ async fn purge_once(settings: &Settings) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("purge failed for {}", failures.join(", ")))
+    }
+}
+
+async fn maintain_once(settings: &Settings, dry_run: bool) -> Result<(), String> {
+    let (catalog, _) = floe::deployment::open_catalog(settings)
+        .await
+        .map_err(|e| e.to_string())?;
+    let options = floe::catalog::tables::MaintainOptions {
+        dry_run,
+        verbose: false,
+    };
+    let run = catalog
+        .maintain_due(SystemClock.now_ms(), options)
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "{} {} table(s): {} snapshot(s) expired, {} file(s) ({} bytes) {}, {} failed",
+        if dry_run { "Planned" } else { "Maintained" },
+        run.tables.len(),
+        run.snapshots_expired,
+        run.files_deleted,
+        run.bytes_deleted,
+        if dry_run { "to delete" } else { "deleted" },
+        run.failures().len()
+    );
+    println!(
+        "{}",
+        serde_json::to_string(&run).map_err(|e| e.to_string())?
+    );
+    let failures = run.failures();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("maintenance failed for {}", failures.join(", ")))
+    }
+}
+
+/// The maintenance beside the server: a run every `interval`, each taking the tables due.
+async fn maintenance_beside_server(
+    catalog: std::sync::Arc<floe::catalog::Catalog>,
+    interval: Duration,
+) {
+    loop {
+        match catalog
+            .maintain_due(SystemClock.now_ms(), Default::default())
+            .await
+        {
+            Ok(run)
+                if run.snapshots_expired == 0
+                    && run.files_deleted == 0
+                    && run.failures().is_empty() => {}
+            Ok(run) => tracing::info!(
+                tables = run.tables.len(),
+                failed = run.failures().len(),
+                snapshots_expired = run.snapshots_expired,
+                files_deleted = run.files_deleted,
+                bytes_deleted = run.bytes_deleted,
+                "maintenance run finished"
+            ),
+            Err(e) => tracing::error!(error = %e, "maintenance run could not list the tables"),
+        }
+        tokio::time::sleep(interval).await;
     }
 }
 

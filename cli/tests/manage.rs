@@ -1253,3 +1253,90 @@ fn change_events_in_the_data_dir_and_through_events_tail() {
         .collect();
     assert_eq!(sequences, [1, 2]);
 }
+
+#[test]
+fn tables_are_maintained_on_request_and_by_the_admin_pass() {
+    let data = tempdir();
+    let cwd = tempdir();
+    let cwd = cwd.path();
+    let s = Server::start_with(
+        data.path(),
+        &[
+            ("FLOE_PURGE_INTERVAL_SECS", "0"),
+            ("FLOE_MAINTENANCE_INTERVAL_SECS", "0"),
+        ],
+    );
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces", &json!({"namespace": ["ops"]})),
+        200
+    );
+    let table = json!({"name": "runs", "schema": {"type": "struct", "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": true}]},
+        "properties": {"write.metadata.previous-versions-max": "1",
+                       "write.metadata.delete-after-commit.enabled": "true"}});
+    assert_eq!(
+        s.iceberg_post("/v1/demo/namespaces/ops/tables", &table),
+        200
+    );
+    for n in 0..3 {
+        let update = json!({"requirements": [], "updates": [
+            {"action": "set-properties", "updates": {"n": n.to_string()}}]});
+        assert_eq!(
+            s.iceberg_post("/v1/demo/namespaces/ops/tables/runs", &update),
+            200
+        );
+    }
+
+    let settings = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["tables", "maintenance", "demo", "ops", "runs"],
+        )
+        .ok();
+    assert!(settings.stdout.starts_with("KEY"), "{settings:#?}");
+    assert!(
+        settings
+            .stdout
+            .contains("write.metadata.delete-after-commit.enabled  true"),
+        "{settings:#?}"
+    );
+    let planned = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &[
+                "tables",
+                "maintain",
+                "demo",
+                "ops",
+                "runs",
+                "--dry-run",
+                "--verbose",
+            ],
+        )
+        .ok();
+    assert!(planned.stdout.contains("old-metadata 2"), "{planned:#?}");
+    assert!(planned.stdout.contains("VERDICT"), "{planned:#?}");
+    let done = s
+        .floe(
+            cwd,
+            Some(ADMIN),
+            &["tables", "maintain", "demo", "ops", "runs", "--json"],
+        )
+        .json();
+    assert_eq!(done["files-deleted"], 2, "{done}");
+    assert_eq!(done["dry-run"], false);
+    drop(s);
+
+    // The admin pass: the table was maintained today, so nothing is due.
+    let env = [
+        ("FLOE_DATA_DIR", data.path().to_str().unwrap()),
+        ("FLOE_DEV_ORG", "demo"),
+    ];
+    let pass = run(cwd, &env, None, &["admin", "maintain", "--dry-run"]).ok();
+    let report: Value = serde_json::from_str(&pass.stdout).unwrap();
+    assert_eq!(report["dry-run"], true, "{pass:#?}");
+    assert_eq!(report["tables"], json!([]), "{pass:#?}");
+    assert_eq!(report["tables-skipped"], 1, "{pass:#?}");
+}

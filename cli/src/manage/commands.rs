@@ -278,6 +278,61 @@ async fn tables(s: &Session, command: TablesCommand) -> Result<(), Failure> {
             ));
             Ok(())
         }
+        TablesCommand::Maintain {
+            org,
+            namespace,
+            table,
+            dry_run,
+            verbose,
+        } => {
+            let mut query = Vec::new();
+            if dry_run {
+                query.push(("dry_run", "true"));
+            }
+            if verbose {
+                query.push(("verbose", "true"));
+            }
+            let answer = s
+                .call(
+                    Method::POST,
+                    &[
+                        "orgs",
+                        &org,
+                        "namespaces",
+                        &namespace,
+                        "tables",
+                        &table,
+                        "maintain",
+                    ],
+                    &query,
+                    None,
+                )
+                .await?;
+            s.show(&answer, output::maintenance_report)
+        }
+        TablesCommand::Maintenance {
+            org,
+            namespace,
+            table,
+        } => {
+            let answer = s
+                .call(
+                    Method::GET,
+                    &[
+                        "orgs",
+                        &org,
+                        "namespaces",
+                        &namespace,
+                        "tables",
+                        &table,
+                        "maintenance",
+                    ],
+                    &[],
+                    None,
+                )
+                .await?;
+            s.show(&answer, output::maintenance_settings)
+        }
     }
 }
 

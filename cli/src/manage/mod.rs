@@ -280,6 +280,25 @@ pub enum TablesCommand {
         namespace: String,
         table_uuid: String,
     },
+    /// Maintain a table now: expire its snapshots as its policy says and delete the files it
+    /// no longer references (manage on the table).
+    Maintain {
+        org: String,
+        namespace: String,
+        table: String,
+        /// Plan and report only: nothing is committed or deleted.
+        #[arg(long)]
+        dry_run: bool,
+        /// List every file deleted and kept.
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// A table's maintenance settings, where each comes from, and its last run.
+    Maintenance {
+        org: String,
+        namespace: String,
+        table: String,
+    },
 }
 
 #[derive(Subcommand)]

@@ -361,3 +361,82 @@ mod time_tests {
         assert_eq!(time(&serde_json::json!({}), "t"), "");
     }
 }
+
+/// `reason count` pairs of a report's map, as `a 3, b 1`.
+fn counts(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// One table's maintenance run, then (verbose) every file with its verdict.
+pub fn maintenance_report(report: &Value) -> String {
+    let mut out = fields(&[
+        ("dry run", text(report, "dry-run")),
+        ("snapshots expired", text(report, "snapshots-expired")),
+        ("refs removed", {
+            let refs: Vec<String> = items(report, "refs-removed")
+                .iter()
+                .filter_map(|r| r.as_str().map(str::to_owned))
+                .collect();
+            refs.join(", ")
+        }),
+        ("files deleted", text(report, "files-deleted")),
+        ("bytes deleted", text(report, "bytes-deleted")),
+        ("deleted by reason", counts(report, "deleted-by-reason")),
+        ("files kept", text(report, "files-kept")),
+        ("kept by reason", counts(report, "kept-by-reason")),
+        ("skipped", text(report, "skipped")),
+        ("error", text(report, "error")),
+    ]);
+    let mut rows: Vec<Vec<String>> = items(report, "deleted-files")
+        .iter()
+        .map(|f| vec!["delete".into(), text(f, "reason"), text(f, "location")])
+        .collect();
+    rows.extend(
+        items(report, "kept-files")
+            .iter()
+            .map(|f| vec!["keep".into(), text(f, "reason"), text(f, "location")]),
+    );
+    if !rows.is_empty() {
+        out.push_str("\n\n");
+        out.push_str(&table(&["VERDICT", "REASON", "LOCATION"], &rows));
+    }
+    out
+}
+
+/// A table's maintenance settings: each key, its value in force and where it comes from.
+pub fn maintenance_settings(answer: &Value) -> String {
+    let rows: Vec<Vec<String>> = items(answer, "settings")
+        .iter()
+        .map(|s| {
+            let value = text(s, "value");
+            vec![
+                text(s, "key"),
+                if value.is_empty() {
+                    "(default)".into()
+                } else {
+                    value
+                },
+                text(s, "source"),
+            ]
+        })
+        .collect();
+    let mut out = table(&["KEY", "VALUE", "SOURCE"], &rows);
+    if let Some(last) = answer.get("last-run") {
+        out.push_str("\n\n");
+        out.push_str(&fields(&[
+            ("last run (ms)", text(last, "last-run-ms")),
+            ("failures", text(last, "failures")),
+            ("last error", text(last, "last-error")),
+        ]));
+    }
+    out
+}
