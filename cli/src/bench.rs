@@ -12,6 +12,7 @@
 //! signed-in session, so the figures are the page's own cost (session check, metadata, render).
 
 mod cost;
+pub mod maintenance;
 mod signing;
 
 use std::time::{Duration, Instant};
@@ -958,6 +959,7 @@ async fn start_private_catalog(
                 counter: objects,
             })
         }),
+        clock: None,
     };
     let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), wraps)
         .await

@@ -32,6 +32,9 @@ enum Command {
     Iam,
     /// Measure loadTable and commit latency against a running catalog.
     Bench(bench::BenchArgs),
+    /// Grow a table to many snapshots by appends, maintain it with the default policy, and
+    /// report its files, bytes and commit latency before and after, and the run's cost.
+    BenchMaintenance(bench::maintenance::MaintenanceBenchArgs),
     #[command(flatten)]
     Manage(manage::Command),
 }
@@ -53,6 +56,7 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve::serve(args).await,
             Command::Admin(command) => serve::admin(command).await,
             Command::Bench(args) => bench::run(args).await,
+            Command::BenchMaintenance(args) => bench::maintenance::run(args).await,
             Command::Routes => {
                 let routes: Vec<serde_json::Value> = floe::routes::ROUTES
                     .iter()

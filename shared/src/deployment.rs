@@ -250,6 +250,8 @@ pub use crate::core::Wrap;
 pub struct Wraps {
     pub store: Wrap<dyn MetaStore>,
     pub objects: Wrap<dyn ObjectStores>,
+    /// A clock other than the system's: the maintenance bench ages its table with one.
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
 impl Default for Wraps {
@@ -257,6 +259,7 @@ impl Default for Wraps {
         Self {
             store: Box::new(|store| store),
             objects: Box::new(|objects| objects),
+            clock: None,
         }
     }
 }
@@ -288,7 +291,7 @@ pub async fn open_catalog_wrapped(
     };
     let store = wrap(open_store(settings, sdk.as_ref()).await?);
     let sealer = open_sealer(settings, sdk.as_ref())?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let clock: Arc<dyn Clock> = wraps.clock.unwrap_or_else(|| Arc::new(SystemClock));
     let defaults = sdk.as_ref().map(|sdk| s3_defaults(settings, sdk));
     let boot = if settings.bootstrap {
         let dev = DevSettings {

@@ -367,7 +367,7 @@ impl TableService {
             }
             // What the expired snapshots reach, read before the commit forgets them. A file
             // that is already gone reaches nothing.
-            let expiring = &plan.snapshots;
+            let expiring: std::collections::HashSet<i64> = plan.snapshots.iter().copied().collect();
             if let Ok(found) = reader
                 .reach(&metadata, &current.row.metadata_location, |id| {
                     expiring.contains(&id)
@@ -400,7 +400,15 @@ impl TableService {
                 }));
             }
             match self.prepare_commit(ctx, ns, &current, &request).await? {
-                Prepared::Unchanged { .. } => {}
+                Prepared::Unchanged { .. } => {
+                    return Ok(Some(Expired {
+                        metadata_location: current.row.metadata_location.clone(),
+                        current,
+                        metadata,
+                        reached_by_expired,
+                        policy,
+                    }));
+                }
                 Prepared::Fenced => tokio::time::sleep(deletion::FENCED_WAIT).await,
                 Prepared::Changed(publish) => {
                     let change = Change::new().with(Swap, publish.swap);
