@@ -87,9 +87,11 @@ pub async fn run(args: MaintenanceBenchArgs) -> Result<(), String> {
     let span = SystemClock.now_ms() - first;
     let before = Measured::take(&mut table, &catalog, &ctx, &args).await?;
     // Five days (the default age) and the oldest `aged` of the growth have passed.
-    let default_age = floe::catalog::maintenance_policy::Policy::default().max_snapshot_age_ms as u64;
+    let default_age =
+        floe::catalog::maintenance_policy::Policy::default().max_snapshot_age_ms as u64;
     clock.advance_ms(
-        (SystemClock.now_ms() - clock.now_ms()) + default_age - (span as f64 * (1.0 - args.aged)) as u64,
+        (SystemClock.now_ms() - clock.now_ms()) + default_age
+            - (span as f64 * (1.0 - args.aged)) as u64,
     );
 
     let store_before = store.counts();
@@ -165,8 +167,10 @@ impl Grower {
             .create_table(
                 ctx,
                 "bench",
-                serde_json::from_value(json!({"name": "events", "schema": {"type": "struct", "fields": [
-                    {"id": 1, "name": "id", "type": "long", "required": false}]}}))
+                serde_json::from_value(
+                    json!({"name": "events", "schema": {"type": "struct", "fields": [
+                    {"id": 1, "name": "id", "type": "long", "required": false}]}}),
+                )
                 .unwrap(),
                 Default::default(),
             )
@@ -268,13 +272,20 @@ impl Grower {
             let mut merged = self
                 .manifest(metadata, id, &format!("merged-{id:08}"), |w| {
                     for (m, file) in &block {
-                        w.add_existing_file(file.clone(), m.added_snapshot_id, m.sequence_number, Some(m.sequence_number))?;
+                        w.add_existing_file(
+                            file.clone(),
+                            m.added_snapshot_id,
+                            m.sequence_number,
+                            Some(m.sequence_number),
+                        )?;
                     }
                     w.add_file(data.clone(), sequence)
                 })
                 .await?;
             merged.sequence_number = sequence;
-            merged.min_sequence_number = block.first().map_or(sequence, |(m, _)| m.min_sequence_number);
+            merged.min_sequence_number = block
+                .first()
+                .map_or(sequence, |(m, _)| m.min_sequence_number);
             self.merged.push(merged);
         } else {
             manifest.sequence_number = sequence;
@@ -299,7 +310,8 @@ impl Grower {
             .cloned()
             .chain(self.pending.iter().map(|(m, _)| m.clone()))
             .collect();
-        list.add_manifests(listed.into_iter()).map_err(|e| e.to_string())?;
+        list.add_manifests(listed.into_iter())
+            .map_err(|e| e.to_string())?;
         list.close().await.map_err(|e| e.to_string())?;
         let location = format!("{}/metadata/snap-{id:08}.avro", self.location);
         self.flush(&scratch, &location).await?;
@@ -322,7 +334,10 @@ impl Grower {
         )
         .build_v2_data();
         fill(&mut writer).map_err(|e| e.to_string())?;
-        let mut manifest = writer.write_manifest_file().await.map_err(|e| e.to_string())?;
+        let mut manifest = writer
+            .write_manifest_file()
+            .await
+            .map_err(|e| e.to_string())?;
         let location = format!("{}/metadata/{name}.avro", self.location);
         self.flush(&scratch, &location).await?;
         manifest.manifest_path = location;
@@ -367,7 +382,10 @@ impl Measured {
         args: &MaintenanceBenchArgs,
     ) -> Result<Self, String> {
         let (files, bytes) = tree_size(Path::new(
-            table.location.strip_prefix("file://").unwrap_or(&table.location),
+            table
+                .location
+                .strip_prefix("file://")
+                .unwrap_or(&table.location),
         ));
         let (_, metadata_location) = Grower::metadata(catalog, ctx).await?;
         let metadata_bytes = std::fs::metadata(
