@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use floe::catalog::tables::MaintainOptions;
 use floe::clock::{Clock, ManualClock};
+use floe::objects::{ObjectError, ObjectMeta, ObjectStore, ObjectStores};
 use floe_tests::*;
 use http::Method;
 use iceberg::io::FileIO;
@@ -22,10 +23,97 @@ const DAY_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// A catalog on a clock the test moves, and that clock.
 async fn catalog() -> (TestCatalog, Arc<ManualClock>) {
+    catalog_wrapped(Wrap::default()).await
+}
+
+async fn catalog_wrapped(wrap: Wrap) -> (TestCatalog, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(floe::clock::SystemClock.now_ms()));
     let configured = clock.clone();
-    let c = TestCatalog::custom(Wrap::default(), move |b| b.clock(configured)).await;
+    let c = TestCatalog::custom(wrap, move |b| b.clock(configured)).await;
     (c, clock)
+}
+
+/// Holds the next directory listing (and the next delete) back: each tells its receiver when
+/// it is held and goes on once its sender is used.
+#[derive(Default)]
+struct ListingGate {
+    armed: std::sync::Mutex<Option<Gate>>,
+    delete_armed: std::sync::Mutex<Option<Gate>>,
+}
+
+type Gate = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::sync::oneshot::Receiver<()>,
+);
+
+/// Arms `slot`: the receiver hears when the call is held, the sender lets it go.
+fn arm(
+    slot: &std::sync::Mutex<Option<Gate>>,
+) -> (
+    tokio::sync::oneshot::Receiver<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (held_tx, held) = tokio::sync::oneshot::channel();
+    let (go, go_rx) = tokio::sync::oneshot::channel();
+    *slot.lock().unwrap() = Some((held_tx, go_rx));
+    (held, go)
+}
+
+struct GatedObjects {
+    inner: Arc<dyn ObjectStores>,
+    gate: Arc<ListingGate>,
+}
+
+#[async_trait::async_trait]
+impl ObjectStores for GatedObjects {
+    async fn for_bucket(
+        &self,
+        bucket: &floe::model::BucketRow,
+    ) -> Result<Arc<dyn ObjectStore>, floe::objects::ObjectStoresError> {
+        Ok(Arc::new(GatedStore {
+            inner: self.inner.for_bucket(bucket).await?,
+            gate: self.gate.clone(),
+        }))
+    }
+}
+
+struct GatedStore {
+    inner: Arc<dyn ObjectStore>,
+    gate: Arc<ListingGate>,
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for GatedStore {
+    async fn get(&self, location: &str) -> Result<Bytes, ObjectError> {
+        self.inner.get(location).await
+    }
+
+    async fn put_if_absent(&self, location: &str, bytes: Bytes) -> Result<(), ObjectError> {
+        self.inner.put_if_absent(location, bytes).await
+    }
+
+    async fn list_detailed(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<ObjectMeta>, ObjectError> {
+        let listed = self.inner.list_detailed(prefix, limit).await;
+        let armed = self.gate.armed.lock().unwrap().take();
+        if let Some((listed_tx, go)) = armed {
+            listed_tx.send(()).unwrap();
+            go.await.unwrap();
+        }
+        listed
+    }
+
+    async fn delete(&self, locations: &[String]) -> Result<(), ObjectError> {
+        let armed = self.gate.delete_armed.lock().unwrap().take();
+        if let Some((held, go)) = armed {
+            held.send(()).unwrap();
+            go.await.unwrap();
+        }
+        self.inner.delete(locations).await
+    }
 }
 
 fn maintain_path(ns: &str, table: &str, query: &str) -> String {
@@ -569,4 +657,171 @@ async fn commits_racing_runs_never_lose_a_referenced_file() {
         }
     }
     eprintln!("{rounds} rounds; {committed_during_fence} runs stopped by a racing commit");
+}
+
+/// A commit that lands after the run judged the directory and before its first batch: the run's
+/// fence fails on it, the run re-reads the table, and the file the commit came to reference
+/// (an old unreferenced file, judged deletable) is spared.
+#[tokio::test]
+async fn a_commit_landing_before_the_deletion_saves_what_it_references() {
+    let gate = Arc::new(ListingGate::default());
+    let wrapped = gate.clone();
+    let (c, clock) = catalog_wrapped(Wrap {
+        objects: Box::new(move |inner| {
+            Arc::new(GatedObjects {
+                inner,
+                gate: wrapped,
+            })
+        }),
+        ..Wrap::default()
+    })
+    .await;
+    let c = Arc::new(c);
+    c.create_namespace("mg").await;
+    c.create_table("mg", "t").await;
+    set_properties(
+        &c,
+        "mg",
+        "t",
+        json!({"floe.maintenance.unreferenced-file-age-ms": "1000"}),
+    )
+    .await;
+    let mut engine = Engine::new(&c, "mg", "t").await;
+    engine.append(&c, 1, clock.now_ms()).await;
+    // Written by a job that commits it late, and a stray nobody will.
+    let late = engine.data_file(&c, "late", 300).await;
+    let stray = engine.data_file(&c, "stray", 200).await;
+    clock.advance_ms(DAY_MS);
+
+    let (listed, go) = arm(&gate.armed);
+    let run = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let options = MaintainOptions {
+                verbose: true,
+                ..MaintainOptions::default()
+            };
+            c.catalog
+                .tables
+                .maintain_table(&admin_context(&c).await, "mg", "t", options)
+                .await
+        })
+    };
+    listed.await.unwrap();
+    // The run has judged both files deletable; the late job commits its file now.
+    let carried = engine.manifests.clone();
+    let (answer, _) = engine
+        .commit(&c, 2, clock.now_ms(), carried, std::slice::from_ref(&late))
+        .await;
+    answer.assert_ok(200);
+    go.send(()).unwrap();
+    let report = run.await.unwrap().unwrap();
+
+    let deleted: BTreeSet<String> = report
+        .deleted_files
+        .unwrap()
+        .into_iter()
+        .map(|f| f.location)
+        .collect();
+    assert_eq!(deleted, BTreeSet::from([stray.clone()]));
+    assert!(c.exists(&late).await, "the committed file is spared");
+    assert!(!c.exists(&stray).await);
+    let spared = report.kept_files.unwrap();
+    assert!(
+        spared.iter().any(|f| f.location == late),
+        "reported as kept: {spared:?}"
+    );
+    // The table reads its new snapshot's files.
+    let (_, metadata) = engine.metadata(&c).await;
+    assert_eq!(metadata.current_snapshot().unwrap().snapshot_id(), 2);
+}
+
+/// While a batch is deleted the table's commits wait: the fence stands on the row, no commit
+/// lands under it, and the waiting commit lands once it is lifted, losing nothing.
+#[tokio::test]
+async fn commits_wait_while_a_batch_is_deleted() {
+    let gate = Arc::new(ListingGate::default());
+    let wrapped = gate.clone();
+    let (c, clock) = catalog_wrapped(Wrap {
+        objects: Box::new(move |inner| {
+            Arc::new(GatedObjects {
+                inner,
+                gate: wrapped,
+            })
+        }),
+        ..Wrap::default()
+    })
+    .await;
+    let c = Arc::new(c);
+    c.create_namespace("mw").await;
+    c.create_table("mw", "t").await;
+    set_properties(
+        &c,
+        "mw",
+        "t",
+        json!({"floe.maintenance.unreferenced-file-age-ms": "1000"}),
+    )
+    .await;
+    let mut engine = Engine::new(&c, "mw", "t").await;
+    engine.append(&c, 1, clock.now_ms()).await;
+    let stray = engine.data_file(&c, "stray", 200).await;
+    clock.advance_ms(DAY_MS);
+    let before = c.get(&table_path("mw", "t")).await.assert_ok(200)["metadata-location"].clone();
+
+    let (held, go) = arm(&gate.delete_armed);
+    let run = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.catalog
+                .tables
+                .maintain_table(
+                    &admin_context(&c).await,
+                    "mw",
+                    "t",
+                    MaintainOptions::default(),
+                )
+                .await
+        })
+    };
+    held.await.unwrap();
+    let row = floe::store::rows::get::<floe::model::TableRow>(
+        &*c.store,
+        &floe::store::rows::keys::table(
+            &c.catalog
+                .core
+                .lookups
+                .live_namespace(&admin_context(&c).await, "mw")
+                .await
+                .unwrap()
+                .row
+                .id,
+            "t",
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        row.row.is_fenced(clock.now_ms()),
+        "the batch runs under the fence"
+    );
+    let writer = {
+        let c = c.clone();
+        let now = clock.now_ms();
+        tokio::spawn(async move {
+            let mut engine = engine;
+            engine.append(&c, 2, now).await;
+            engine
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let during = c.get(&table_path("mw", "t")).await.assert_ok(200)["metadata-location"].clone();
+    assert_eq!(during, before, "no commit lands under the fence");
+    go.send(()).unwrap();
+    let report = run.await.unwrap().unwrap();
+    assert_eq!(report.files_deleted, 1);
+    let engine = writer.await.unwrap();
+    assert!(!c.exists(&stray).await);
+    let (_, metadata) = engine.metadata(&c).await;
+    assert_eq!(metadata.current_snapshot().unwrap().snapshot_id(), 2);
 }
