@@ -1271,13 +1271,36 @@ fn tables_are_maintained_on_request_and_by_the_admin_pass() {
         200
     );
     let table = json!({"name": "runs", "schema": {"type": "struct", "fields": [
-        {"id": 1, "name": "id", "type": "long", "required": true}]},
-        "properties": {"write.metadata.previous-versions-max": "1",
-                       "write.metadata.delete-after-commit.enabled": "true"}});
+        {"id": 1, "name": "id", "type": "long", "required": true}]}});
     assert_eq!(
         s.iceberg_post("/v1/demo/namespaces/ops/tables", &table),
         200
     );
+    let table_setting = ["tables", "maintenance", "demo", "ops", "runs", "--set"];
+    let namespace_setting = ["namespace", "maintenance", "demo", "ops", "--set"];
+    // Set; then not a maintenance key, refused before anything is sent (exit code 2); then a
+    // bad value, the server's 400 (exit code 7).
+    for (prefix, settings, code) in [
+        (
+            &table_setting[..],
+            &[
+                "write.metadata.previous-versions-max=1",
+                "--set",
+                "write.metadata.delete-after-commit.enabled=true",
+            ][..],
+            0,
+        ),
+        (
+            &namespace_setting[..],
+            &["history.expire.min-snapshots-to-keep=3"][..],
+            0,
+        ),
+        (&table_setting[..], &["owner=me"][..], 2),
+        (&table_setting[..], &["gc.enabled=maybe"][..], 7),
+    ] {
+        let args: Vec<&str> = prefix.iter().chain(settings).copied().collect();
+        s.floe(cwd, Some(ADMIN), &args).expect(code);
+    }
     for n in 0..3 {
         let update = json!({"requirements": [], "updates": [
             {"action": "set-properties", "updates": {"n": n.to_string()}}]});
@@ -1316,7 +1339,7 @@ fn tables_are_maintained_on_request_and_by_the_admin_pass() {
             ],
         )
         .ok();
-    assert!(planned.stdout.contains("old-metadata 2"), "{planned:#?}");
+    assert!(planned.stdout.contains("old-metadata 3"), "{planned:#?}");
     assert!(planned.stdout.contains("VERDICT"), "{planned:#?}");
     let done = s
         .floe(
@@ -1325,7 +1348,7 @@ fn tables_are_maintained_on_request_and_by_the_admin_pass() {
             &["tables", "maintain", "demo", "ops", "runs", "--json"],
         )
         .json();
-    assert_eq!(done["files-deleted"], 2, "{done}");
+    assert_eq!(done["files-deleted"], 3, "{done}");
     assert_eq!(done["dry-run"], false);
     drop(s);
 

@@ -17,14 +17,16 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use url::{Host, Url};
 
-use super::{EXIT_LOCAL, EXIT_SERVER, EXIT_UNAUTHENTICATED, Failure, exit_code};
+use super::{EXIT_LOCAL, EXIT_SERVER, EXIT_UNAUTHENTICATED, EXIT_USAGE, Failure, exit_code};
+
+/// Where the management API and the Iceberg routes live below the base URL.
+const API: &[&str] = &["api", "v1"];
+const ICEBERG: &[&str] = &["iceberg", "v1"];
 
 /// Lambda answers within API Gateway's 29 s; a minute covers that and a slow network.
 const TIMEOUT: Duration = Duration::from_secs(60);
 /// Answers are small JSON documents; a bound keeps a wrong URL from filling memory.
 const MAX_ANSWER_BYTES: usize = 16 << 20;
-/// Usage errors found after parsing share clap's exit code.
-const EXIT_USAGE: u8 = 2;
 
 /// Where the server is, who the caller is, and how answers are printed.
 #[derive(Args)]
@@ -85,7 +87,23 @@ impl Client {
         query: &[(&str, &str)],
         body: Option<Value>,
     ) -> Result<Bytes, Failure> {
-        let url = self.endpoint(segments, query);
+        self.send(method, self.endpoint(API, segments, query), body)
+            .await
+    }
+
+    /// [`Self::call`] on the Iceberg REST routes (`/iceberg/v1/<segments...>`): what the
+    /// commands that set table and namespace properties use, as engines do.
+    pub async fn call_iceberg(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: Option<Value>,
+    ) -> Result<Bytes, Failure> {
+        self.send(method, self.endpoint(ICEBERG, segments, &[]), body)
+            .await
+    }
+
+    async fn send(&self, method: Method, url: Url, body: Option<Value>) -> Result<Bytes, Failure> {
         let mut request = Request::builder()
             .method(method)
             .uri(url.as_str())
@@ -141,12 +159,12 @@ impl Client {
         }
     }
 
-    fn endpoint(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
+    fn endpoint(&self, root: &[&str], segments: &[&str], query: &[(&str, &str)]) -> Url {
         let mut url = self.base.clone();
         url.path_segments_mut()
             .expect("http(s) URLs have a path")
             .pop_if_empty()
-            .extend(["api", "v1"])
+            .extend(root)
             .extend(segments);
         if !query.is_empty() {
             url.query_pairs_mut().extend_pairs(query);
@@ -312,13 +330,19 @@ mod tests {
     fn paths_are_appended_and_encoded() {
         let c = client("http://127.0.0.1:8181/iceberg/");
         assert_eq!(
-            c.endpoint(&["orgs", "demo", "members", "user:a/b c"], &[])
+            c.endpoint(API, &["orgs", "demo", "members", "user:a/b c"], &[])
                 .as_str(),
             "http://127.0.0.1:8181/api/v1/orgs/demo/members/user:a%2Fb%20c"
+        );
+        assert_eq!(
+            c.endpoint(ICEBERG, &["demo", "namespaces", "ns", "properties"], &[])
+                .as_str(),
+            "http://127.0.0.1:8181/iceberg/v1/demo/namespaces/ns/properties"
         );
         let c = client("https://gw.example.com/prod");
         assert_eq!(
             c.endpoint(
+                API,
                 &["orgs", "demo", "namespaces", "ns", "grants"],
                 &[("principal", "team:x&y"), ("table", "t")]
             )

@@ -314,7 +314,25 @@ async fn tables(s: &Session, command: TablesCommand) -> Result<(), Failure> {
             org,
             namespace,
             table,
+            set,
+            unset,
         } => {
+            let (updates, removals) = maintenance_changes(&set, &unset)?;
+            if !updates.is_empty() || !removals.is_empty() {
+                let mut changes = Vec::new();
+                if !updates.is_empty() {
+                    changes.push(json!({"action": "set-properties", "updates": updates}));
+                }
+                if !removals.is_empty() {
+                    changes.push(json!({"action": "remove-properties", "removals": removals}));
+                }
+                s.call_iceberg(
+                    Method::POST,
+                    &[&org, "namespaces", &namespace, "tables", &table],
+                    Some(json!({"requirements": [], "updates": changes})),
+                )
+                .await?;
+            }
             let answer = s
                 .call(
                     Method::GET,
@@ -336,8 +354,67 @@ async fn tables(s: &Session, command: TablesCommand) -> Result<(), Failure> {
     }
 }
 
+/// The properties `--set KEY=VALUE` and `--unset KEY` change, refused before anything is sent
+/// when a key is no maintenance key (the server checks the values).
+fn maintenance_changes(
+    set: &[String],
+    unset: &[String],
+) -> Result<(serde_json::Map<String, Value>, Vec<String>), Failure> {
+    use floe::catalog::maintenance_policy::KEYS;
+    let known = |key: &str| {
+        if KEYS.contains(&key) {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                super::EXIT_USAGE,
+                format!(
+                    "'{key}' is no maintenance key; the keys are {}",
+                    KEYS.join(", ")
+                ),
+            ))
+        }
+    };
+    let mut updates = serde_json::Map::new();
+    for pair in set {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(Failure::new(
+                super::EXIT_USAGE,
+                format!("--set takes KEY=VALUE, not '{pair}'"),
+            ));
+        };
+        known(key)?;
+        updates.insert(key.to_owned(), Value::String(value.to_owned()));
+    }
+    for key in unset {
+        known(key)?;
+    }
+    Ok((updates, unset.to_vec()))
+}
+
 async fn namespace(s: &Session, command: NamespaceCommand) -> Result<(), Failure> {
     let answer = match command {
+        NamespaceCommand::Maintenance {
+            org,
+            namespace,
+            set,
+            unset,
+        } => {
+            let (updates, removals) = maintenance_changes(&set, &unset)?;
+            let answer = s
+                .call_iceberg(
+                    Method::POST,
+                    &[&org, "namespaces", &namespace, "properties"],
+                    Some(json!({"updates": updates, "removals": removals})),
+                )
+                .await?;
+            s.done(format!(
+                "Maintenance defaults of namespace {namespace} changed."
+            ));
+            if s.json {
+                super::session::print_raw(&answer);
+            }
+            return Ok(());
+        }
         NamespaceCommand::List { org, deleted } => {
             let query: &[(&str, &str)] = if deleted { &[("deleted", "true")] } else { &[] };
             let answer = s

@@ -59,6 +59,8 @@ pub const EXIT_UNAUTHENTICATED: u8 = 3;
 pub const EXIT_GONE: u8 = 9;
 /// Exit code of server, network and protocol failures.
 pub const EXIT_SERVER: u8 = 8;
+/// Usage errors found after parsing share clap's exit code.
+pub const EXIT_USAGE: u8 = 2;
 
 /// The exit code for an HTTP status the API answered with.
 pub fn exit_code(status: u16) -> u8 {
@@ -293,11 +295,20 @@ pub enum TablesCommand {
         #[arg(long)]
         verbose: bool,
     },
-    /// A table's maintenance settings, where each comes from, and its last run.
+    /// A table's maintenance settings, where each comes from, and its last run; with --set
+    /// or --unset, changes them first (table properties, committed as engines commit them:
+    /// write on the table).
     Maintenance {
         org: String,
         namespace: String,
         table: String,
+        /// `KEY=VALUE` for a maintenance key (`history.expire.*`, `write.metadata.*`,
+        /// `gc.enabled`, `floe.maintenance.*`); repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// A maintenance key to remove (its namespace's value or the default applies).
+        #[arg(long = "unset", value_name = "KEY")]
+        unset: Vec<String>,
     },
 }
 
@@ -330,6 +341,18 @@ pub enum NamespaceCommand {
     },
     /// Restore a soft-deleted namespace with its tables and grants (org admins).
     Restore { org: String, namespace: String },
+    /// Set or remove maintenance defaults for the namespace's tables (namespace properties
+    /// under the same keys as the tables'; write on the namespace).
+    Maintenance {
+        org: String,
+        namespace: String,
+        /// `KEY=VALUE` for a maintenance key; repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// A maintenance key to remove.
+        #[arg(long = "unset", value_name = "KEY")]
+        unset: Vec<String>,
+    },
     /// Show a namespace's settings.
     Show { org: String, namespace: String },
     /// Change a namespace's settings (visibility needs manage, the rest write).

@@ -31,6 +31,15 @@ impl Session {
         self.client.call(method, segments, query, body).await
     }
 
+    pub(super) async fn call_iceberg(
+        &self,
+        method: Method,
+        segments: &[&str],
+        body: Option<Value>,
+    ) -> Result<Bytes, Failure> {
+        self.client.call_iceberg(method, segments, body).await
+    }
+
     /// Prints an answer with a body: exactly as received with `--json`, else rendered.
     pub(super) fn show(
         &self,
