@@ -140,6 +140,16 @@ impl MaintenanceReport {
     }
 }
 
+/// The context runs act in: `floe-maintenance`, with an admin's access to the org.
+fn maintainer_context(org: &crate::model::OrgRow) -> OrgContext {
+    OrgContext {
+        principal: maintainer(),
+        org: org.clone(),
+        access: crate::authz::Access::with_role(Some(OrgRole::Admin)),
+        idempotency: None,
+    }
+}
+
 /// The principal maintenance commits and events are made by.
 pub fn maintainer() -> Principal {
     Principal {
@@ -202,12 +212,7 @@ impl TableService {
             .lookups
             .authorized_table(ctx, namespace, table, Action::Read)
             .await?;
-        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
-        let objects = self.core.lookups.objects_for(&bucket).await?;
-        let (_, metadata) = self
-            .metadata
-            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
-            .await?;
+        let metadata = self.current_metadata(ctx, &ns, &row.row).await?;
         let settings = Policy::explain(metadata.properties(), &ns.properties)
             .into_iter()
             .map(|(key, value, source)| Setting { key, value, source })
@@ -225,6 +230,22 @@ impl TableService {
         })
     }
 
+    /// The table's current metadata, parsed (from the cache when it holds the file).
+    async fn current_metadata(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        row: &TableRow,
+    ) -> Result<Arc<TableMetadata>> {
+        let bucket = self.core.lookups.table_bucket(ctx, ns, row).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
+        let (_, metadata) = self
+            .metadata
+            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, ns, row))
+            .await?;
+        Ok(metadata)
+    }
+
     /// One run over one table, as `floe-maintenance`.
     async fn maintain(
         &self,
@@ -233,12 +254,7 @@ impl TableService {
         read: Versioned<TableRow>,
         options: MaintainOptions,
     ) -> Result<MaintenanceReport> {
-        let ctx = OrgContext {
-            principal: maintainer(),
-            org: org.clone(),
-            access: crate::authz::Access::with_role(Some(OrgRole::Admin)),
-            idempotency: None,
-        };
+        let ctx = maintainer_context(org);
         let bucket = self.core.lookups.table_bucket(&ctx, ns, &read.row).await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
         let mut report = MaintenanceReport {

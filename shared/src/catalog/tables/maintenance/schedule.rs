@@ -241,17 +241,8 @@ impl TableService {
         ns: &NamespaceRow,
         table: &TableRow,
     ) -> Result<HashMap<String, String>> {
-        let ctx = crate::catalog::OrgContext {
-            principal: super::maintainer(),
-            org: org.clone(),
-            access: crate::authz::Access::with_role(Some(crate::model::OrgRole::Admin)),
-            idempotency: None,
-        };
-        let bucket = self.core.lookups.table_bucket(&ctx, ns, table).await?;
-        let objects = self.core.lookups.objects_for(&bucket).await?;
-        let (_, metadata) = self
-            .metadata
-            .load_parsed(&*objects, &crate::catalog::table_ref(&ctx, ns, table))
+        let metadata = self
+            .current_metadata(&super::maintainer_context(org), ns, table)
             .await?;
         Ok(metadata.properties().clone())
     }
