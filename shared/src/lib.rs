@@ -25,6 +25,7 @@ pub mod clock;
 pub mod config;
 pub mod core;
 pub mod deployment;
+pub mod encoding;
 pub mod error;
 pub mod events;
 pub mod google;

@@ -96,6 +96,8 @@ pub struct LoadTableResult {
     pub metadata_location: Option<String>,
     /// The metadata document exactly as stored: it is spliced into the answer, never re-parsed.
     pub metadata: bytes::Bytes,
+    /// What identifies `metadata`'s bytes: the file's SHA-256, and how it was trimmed.
+    pub metadata_id: String,
     pub config: BTreeMap<String, String>,
     pub storage_credentials: Vec<StorageCredential>,
     /// The answer's entity tag ([`entity_tag`]).
@@ -137,27 +139,58 @@ pub fn entity_tag(
     format!("\"{}\"", &hex::encode(digest.finalize())[..32])
 }
 
-impl LoadTableResult {
+/// A table answer: a JSON envelope around a metadata document, which is spliced in as it is
+/// (and, compressed, from the cache: see [`crate::encoding`]).
+pub trait TableAnswer {
+    /// The envelope's JSON before and after the document.
+    fn envelope(&self) -> (Vec<u8>, Vec<u8>);
+    fn metadata(&self) -> &bytes::Bytes;
+    /// What identifies the document's bytes ([`LoadTableResult::metadata_id`]).
+    fn metadata_id(&self) -> &str;
+    fn etag(&self) -> &str;
+
     /// The JSON body. The stored metadata is valid JSON written by the catalog itself, so it is
-    /// copied in as it is: a loadTable never parses or re-serializes a large metadata file.
-    pub fn to_json(&self) -> Vec<u8> {
+    /// copied in as it is: an answer never parses or re-serializes a large metadata file.
+    fn to_json(&self) -> Vec<u8> {
+        let (prefix, suffix) = self.envelope();
+        let metadata = self.metadata();
+        let mut out = Vec::with_capacity(prefix.len() + metadata.len() + suffix.len());
+        out.extend_from_slice(&prefix);
+        out.extend_from_slice(metadata);
+        out.extend_from_slice(&suffix);
+        out
+    }
+}
+
+impl TableAnswer for LoadTableResult {
+    fn envelope(&self) -> (Vec<u8>, Vec<u8>) {
         let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
-        let config = serde_json::to_vec(&self.config).expect("map serializes");
-        let mut out = Vec::with_capacity(self.metadata.len() + location.len() + config.len() + 96);
-        out.extend_from_slice(b"{\"metadata-location\":");
-        out.extend_from_slice(&location);
-        out.extend_from_slice(b",\"metadata\":");
-        out.extend_from_slice(&self.metadata);
-        out.extend_from_slice(b",\"config\":");
-        out.extend_from_slice(&config);
+        let mut prefix = Vec::with_capacity(location.len() + 40);
+        prefix.extend_from_slice(b"{\"metadata-location\":");
+        prefix.extend_from_slice(&location);
+        prefix.extend_from_slice(b",\"metadata\":");
+        let mut suffix = b",\"config\":".to_vec();
+        suffix.extend(serde_json::to_vec(&self.config).expect("map serializes"));
         if !self.storage_credentials.is_empty() {
-            out.extend_from_slice(b",\"storage-credentials\":");
-            out.extend(
+            suffix.extend_from_slice(b",\"storage-credentials\":");
+            suffix.extend(
                 serde_json::to_vec(&self.storage_credentials).expect("credentials serialize"),
             );
         }
-        out.push(b'}');
-        out
+        suffix.push(b'}');
+        (prefix, suffix)
+    }
+
+    fn metadata(&self) -> &bytes::Bytes {
+        &self.metadata
+    }
+
+    fn metadata_id(&self) -> &str {
+        &self.metadata_id
+    }
+
+    fn etag(&self) -> &str {
+        &self.etag
     }
 }
 
@@ -173,6 +206,8 @@ pub struct CommitTableResponse {
     pub metadata_location: String,
     /// The stored metadata file's bytes, spliced in as loadTable does.
     pub metadata: bytes::Bytes,
+    /// The file's SHA-256 ([`LoadTableResult::metadata_id`]).
+    pub metadata_id: String,
     /// The answer's entity tag: that of a plain loadTable of the same file ([`entity_tag`]
     /// with the bucket's non-secret settings and no credentials), so a client that commits
     /// and then loads conditionally gets a 304.
@@ -199,19 +234,32 @@ impl CommitTableResponse {
         Self {
             metadata_location,
             metadata: raw.clone(),
+            metadata_id: sha256.to_owned(),
             etag,
         }
     }
+}
 
-    pub fn to_json(&self) -> Vec<u8> {
+impl TableAnswer for CommitTableResponse {
+    fn envelope(&self) -> (Vec<u8>, Vec<u8>) {
         let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
-        let mut out = Vec::with_capacity(self.metadata.len() + location.len() + 40);
-        out.extend_from_slice(b"{\"metadata-location\":");
-        out.extend_from_slice(&location);
-        out.extend_from_slice(b",\"metadata\":");
-        out.extend_from_slice(&self.metadata);
-        out.push(b'}');
-        out
+        let mut prefix = Vec::with_capacity(location.len() + 40);
+        prefix.extend_from_slice(b"{\"metadata-location\":");
+        prefix.extend_from_slice(&location);
+        prefix.extend_from_slice(b",\"metadata\":");
+        (prefix, b"}".to_vec())
+    }
+
+    fn metadata(&self) -> &bytes::Bytes {
+        &self.metadata
+    }
+
+    fn metadata_id(&self) -> &str {
+        &self.metadata_id
+    }
+
+    fn etag(&self) -> &str {
+        &self.etag
     }
 }
 
@@ -259,6 +307,7 @@ impl UnregisterTableResult {
         CommitTableResponse {
             metadata_location: self.metadata_location.clone(),
             metadata: self.metadata.clone(),
+            metadata_id: String::new(),
             etag: String::new(),
         }
         .to_json()
@@ -300,6 +349,7 @@ mod tests {
             metadata: bytes::Bytes::from_static(
                 br#"{"format-version":2,"location":"file:///w/t"}"#,
             ),
+            metadata_id: "sha".into(),
             config: BTreeMap::from([("s3.region".to_owned(), "eu-west-1".to_owned())]),
             storage_credentials: vec![StorageCredential {
                 prefix: "s3://b/t".into(),

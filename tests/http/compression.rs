@@ -97,6 +97,78 @@ async fn a_request_body_over_the_limit_is_413() {
         .assert_error(404, "NoSuchNamespaceException");
 }
 
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut json = Vec::new();
+    // GzDecoder reads one gzip member and checks its CRC and length.
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut json).unwrap();
+    json
+}
+
+/// Table answers are compressed around their document's cached compressed form, and inflate to
+/// exactly the plain answer's bytes: loads whole and trimmed, with and without vended
+/// credentials, again from the cache, and the answer of a commit.
+#[tokio::test]
+async fn compressed_table_answers_inflate_to_the_plain_answers_bytes() {
+    let c = TestCatalog::new().await;
+    let path = sizeable_table(&c).await;
+    let vended = ("x-iceberg-access-delegation", "vended-credentials");
+    for query in ["", "?snapshots=refs"] {
+        let url = format!("{path}{query}");
+        for delegation in [None, Some(vended)] {
+            let extra: Vec<(&str, &str)> = delegation.into_iter().collect();
+            let (_, headers, plain) = c.get_raw(ADMIN_TOKEN, &url, &extra).await;
+            assert!(headers.get("content-encoding").is_none());
+            for round in 0..2 {
+                for (accept, inflate) in [
+                    ("gzip", gunzip as fn(&[u8]) -> Vec<u8>),
+                    ("zstd", |b: &[u8]| zstd::decode_all(b).unwrap()),
+                    ("gzip;q=0.5, zstd;q=0.4", gunzip),
+                ] {
+                    let mut asked = extra.clone();
+                    asked.push(("accept-encoding", accept));
+                    let (status, headers, body) = c.get_raw(ADMIN_TOKEN, &url, &asked).await;
+                    assert_eq!(status, 200);
+                    let expected = if accept == "zstd" { "zstd" } else { "gzip" };
+                    assert_eq!(headers["content-encoding"], expected, "{accept}");
+                    assert_eq!(headers["vary"], "accept-encoding");
+                    assert!(headers.contains_key("etag"));
+                    let inflated = inflate(&body);
+                    if delegation.is_none() {
+                        assert_eq!(inflated, plain, "{url} {accept} round {round}");
+                    } else {
+                        // Vended credentials are the same within their reuse window.
+                        let a: Value = serde_json::from_slice(&inflated).unwrap();
+                        let b: Value = serde_json::from_slice(&plain).unwrap();
+                        assert_eq!(a, b, "{url} {accept} round {round}");
+                    }
+                }
+            }
+        }
+    }
+    let update = json!({"requirements": [], "updates": [
+        {"action": "set-properties", "updates": {"more": "compressible text ".repeat(100)}}
+    ]});
+    let (status, headers, body) = c
+        .exchange_raw(
+            Method::POST,
+            ADMIN_TOKEN,
+            &path,
+            Some(update),
+            &[("accept-encoding", "gzip")],
+        )
+        .await;
+    assert_eq!(
+        (status.as_u16(), &headers["content-encoding"]),
+        (200, "gzip")
+    );
+    let committed = gunzip(&body);
+    let answer: Value = serde_json::from_slice(&committed).unwrap();
+    let loaded = c.get(&path).await.assert_ok(200);
+    assert_eq!(answer["metadata"], loaded["metadata"]);
+    assert_eq!(answer["metadata-location"], loaded["metadata-location"]);
+    assert!(committed.starts_with(b"{\"metadata-location\":"));
+}
+
 /// Lambda's limit, on a router that answers 7 MB: the gateway would fail opaquely, the function
 /// answers an ErrorModel naming what to do; an answer that fits passes untouched.
 #[tokio::test]

@@ -634,17 +634,31 @@ impl TestCatalog {
         path: &str,
         headers: &[(&str, &str)],
     ) -> (StatusCode, http::HeaderMap, Bytes) {
+        self.exchange_raw(Method::GET, token, path, None, headers)
+            .await
+    }
+
+    /// A request to `path` (under `/iceberg`) with extra headers, answered as it was sent.
+    pub async fn exchange_raw(
+        &self,
+        method: Method,
+        token: &str,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, http::HeaderMap, Bytes) {
         let mut request = Request::builder()
-            .method(Method::GET)
+            .method(method)
             .uri(format!("/iceberg{path}"))
             .header("authorization", format!("Bearer {token}"));
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
+        let body = body.map_or_else(axum::body::Body::empty, |b| b.to_string().into());
         let response = self
             .router
             .clone()
-            .oneshot(request.body(axum::body::Body::empty()).unwrap())
+            .oneshot(request.body(body).unwrap())
             .await
             .unwrap();
         let (parts, body) = response.into_parts();

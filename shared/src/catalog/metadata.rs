@@ -13,6 +13,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::parity::refs_v1::Refs;
+use super::parity::splice::{self, Layout};
+use crate::encoding::{Encoding, Segment};
 use crate::error::{CatalogError, Result};
 use crate::model::TableRow;
 use crate::objects::{ObjectError, ObjectStore, join};
@@ -84,9 +86,9 @@ impl Codec {
     }
 
     /// The stored form of a file's JSON.
-    fn encode(self, json: &[u8]) -> Result<Bytes> {
+    fn encode(self, json: &Bytes) -> Result<Bytes> {
         match self {
-            Codec::None => Ok(Bytes::copy_from_slice(json)),
+            Codec::None => Ok(json.clone()),
             Codec::Gzip => {
                 use std::io::Write;
                 let mut encoder =
@@ -147,6 +149,9 @@ pub struct CachedMetadata {
     pub sha256: String,
     table_uuid: String,
     location: String,
+    /// Where its parts lie in `raw`, for files this process wrote: the next commit is spliced
+    /// from them.
+    layout: Option<Layout>,
 }
 
 impl CachedMetadata {
@@ -184,6 +189,8 @@ pub struct MetadataCache {
     parsed: moka::future::Cache<String, Parsed>,
     /// `snapshots=refs` forms, by the SHA-256 of the verified file they were derived from.
     referenced: moka::future::Cache<String, Bytes>,
+    /// Documents compressed for answers, by what identifies their bytes and the encoding.
+    compressed: moka::future::Cache<(String, Encoding), Arc<Segment>>,
 }
 
 /// A parsed document and the size of the JSON it came from (what its weight is counted from).
@@ -191,6 +198,14 @@ pub struct MetadataCache {
 struct Parsed {
     json_len: usize,
     metadata: Arc<TableMetadata>,
+}
+
+/// The file a commit builds on, what it was parsed to and the changes the builder applied to it:
+/// what [`MetadataCache::write`] splices the new file from.
+pub struct Base<'a> {
+    pub file: &'a CachedMetadata,
+    pub metadata: &'a TableMetadata,
+    pub changes: &'a [iceberg::TableUpdate],
 }
 
 /// A metadata file the catalog just wrote, as stored and as built.
@@ -203,6 +218,13 @@ pub struct Written {
 /// refs form is a sliver of it), and only tables loaded that way have one.
 const REFERENCED_SHARE: u64 = 4;
 
+/// Files from this size on are hashed on a blocking thread while they are written; below it the
+/// hand-off costs more than it overlaps.
+const HASH_BESIDE_WRITE_BYTES: usize = 256 * 1024;
+
+/// Compressed documents get this fraction of the bound: a document compresses about tenfold.
+const COMPRESSED_SHARE: u64 = 4;
+
 /// A parsed document takes about this many times the memory of its JSON.
 const PARSED_WEIGHT_FACTOR: usize = 3;
 
@@ -213,7 +235,9 @@ impl MetadataCache {
         Self {
             entries: moka::future::Cache::builder()
                 .max_capacity(max_bytes)
-                .weigher(move |_, entry: &Arc<CachedMetadata>| weight(entry.raw.len()))
+                .weigher(move |_, entry: &Arc<CachedMetadata>| {
+                    weight(entry.raw.len() + entry.layout.as_ref().map_or(0, Layout::weight))
+                })
                 .build(),
             parsed: moka::future::Cache::builder()
                 .max_capacity(max_bytes)
@@ -223,13 +247,38 @@ impl MetadataCache {
                 .max_capacity(max_bytes / REFERENCED_SHARE)
                 .weigher(move |_, bytes: &Bytes| weight(bytes.len()))
                 .build(),
+            compressed: moka::future::Cache::builder()
+                .max_capacity(max_bytes / COMPRESSED_SHARE)
+                .weigher(move |_, segment: &Arc<Segment>| weight(segment.weight()))
+                .build(),
         }
+    }
+
+    /// `document` (whose bytes `id` identifies: a file's SHA-256, and how it was trimmed)
+    /// compressed for answers. Computed once per document and encoding: the files are immutable
+    /// and the key is their content's hash.
+    pub async fn compressed(
+        &self,
+        id: &str,
+        document: &Bytes,
+        encoding: Encoding,
+    ) -> Result<Arc<Segment>> {
+        let compress = async {
+            Segment::compress(document, encoding)
+                .map(Arc::new)
+                .map_err(|e| CatalogError::Internal(format!("Cannot compress the answer: {e}")))
+        };
+        self.compressed
+            .try_get_with((id.to_owned(), encoding), compress)
+            .await
+            .map_err(|shared| (*shared).clone())
     }
 
     pub fn clear(&self) {
         self.entries.invalidate_all();
         self.parsed.invalidate_all();
         self.referenced.invalidate_all();
+        self.compressed.invalidate_all();
     }
 
     /// The verified file with only the snapshots that a branch or tag references
@@ -297,31 +346,43 @@ impl MetadataCache {
     }
 
     /// Writes a new metadata file, never replacing one, and remembers it.
-    /// `v1_refs`: a format-version 1 table's refs (see [`super::parity::refs_v1`]).
+    /// `v1_refs`: a format-version 1 table's refs (see [`super::parity::refs_v1`]); `base`: the
+    /// file a commit builds on, spliced from when this process wrote it.
     pub async fn write(
         &self,
         objects: &dyn ObjectStore,
         location: &str,
         metadata: TableMetadata,
         v1_refs: Option<&Refs>,
+        base: Option<Base<'_>>,
     ) -> Result<Written> {
-        let raw = serialize(&metadata, v1_refs)?;
+        let (raw, layout) = serialize_laid_out(&metadata, v1_refs, base)?;
         let stored = Codec::of_file(location).encode(&raw)?;
-        let sha256 = sha256_hex(&stored);
-        objects
-            .put_if_absent(location, stored)
-            .await
-            .map_err(|e| match e {
-                ObjectError::AlreadyExists(_) => CatalogError::Internal(
-                    "A metadata file with this name already exists; retry the request".into(),
-                ),
-                other => other.into(),
+        // A big file is hashed while it is written: the two passes over its bytes overlap.
+        let (sha256, put) = if stored.len() >= HASH_BESIDE_WRITE_BYTES {
+            let hashed = stored.clone();
+            let hashing = tokio::task::spawn_blocking(move || sha256_hex(&hashed));
+            let (put, sha256) = tokio::join!(objects.put_if_absent(location, stored), hashing);
+            let sha256 = sha256.map_err(|e| {
+                CatalogError::Internal(format!("Cannot hash the new metadata file: {e}"))
             })?;
+            (sha256, put)
+        } else {
+            let sha256 = sha256_hex(&stored);
+            (sha256, objects.put_if_absent(location, stored).await)
+        };
+        put.map_err(|e| match e {
+            ObjectError::AlreadyExists(_) => CatalogError::Internal(
+                "A metadata file with this name already exists; retry the request".into(),
+            ),
+            other => other.into(),
+        })?;
         let entry = Arc::new(CachedMetadata {
             sha256,
             table_uuid: metadata.uuid().to_string(),
             location: metadata.location().to_owned(),
             raw,
+            layout,
         });
         let metadata = Arc::new(metadata);
         let parsed = Parsed {
@@ -374,6 +435,64 @@ pub fn serialize(metadata: &TableMetadata, v1_refs: Option<&Refs>) -> Result<Byt
         .map_err(|e| CatalogError::Internal(format!("Cannot serialize table metadata: {e}")))
 }
 
+/// Whether commits splice their files from the base file's bytes (the default). `floe bench`
+/// turns it off to measure the full rewrite beside it in one run.
+static SPLICING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns splicing on or off for this process (see [`SPLICING`]); the bytes written are the same.
+pub fn set_splicing(on: bool) {
+    SPLICING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The new file's JSON and its layout: spliced from `base` when it can be, else the full
+/// document, laid out for the next commit. Debug builds check the splice against the full path
+/// on every commit, so that every test that commits compares the two.
+fn serialize_laid_out(
+    metadata: &TableMetadata,
+    v1_refs: Option<&Refs>,
+    base: Option<Base<'_>>,
+) -> Result<(Bytes, Option<Layout>)> {
+    let splicing = SPLICING.load(std::sync::atomic::Ordering::Relaxed);
+    let spliced = base.filter(|_| splicing).and_then(|base| {
+        let layout = base.file.layout.as_ref()?;
+        splice::splice(
+            &base.file.raw,
+            layout,
+            base.metadata,
+            metadata,
+            base.changes,
+        )
+    });
+    if let Some((raw, layout)) = spliced {
+        #[cfg(debug_assertions)]
+        {
+            let full = serialize(metadata, v1_refs)?;
+            if full[..] != raw[..] {
+                let at = full.iter().zip(&raw).position(|(a, b)| a != b).unwrap_or(0);
+                let around = |bytes: &[u8]| {
+                    String::from_utf8_lossy(
+                        &bytes[at.saturating_sub(80)..(at + 80).min(bytes.len())],
+                    )
+                    .into_owned()
+                };
+                panic!(
+                    "spliced metadata differs from the full path at byte {at}:\n full: {}\n spliced: {}",
+                    around(&full),
+                    around(&raw)
+                );
+            }
+        }
+        return Ok((Bytes::from(raw), Some(layout)));
+    }
+    let raw = serialize(metadata, v1_refs)?;
+    let layout = match metadata.format_version() {
+        iceberg::spec::FormatVersion::V1 => None,
+        _ if !splicing => None,
+        _ => Layout::scan(&raw),
+    };
+    Ok((raw, layout))
+}
+
 async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMetadata>> {
     let raw = objects.get(location).await.map_err(|e| match e {
         ObjectError::NotFound(_) => {
@@ -396,6 +515,7 @@ async fn read(objects: &dyn ObjectStore, location: &str) -> Result<Arc<CachedMet
         table_uuid: identity.table_uuid,
         location: identity.location,
         raw,
+        layout: None,
     }))
 }
 
@@ -471,13 +591,14 @@ mod tests {
             sha256: sha.into(),
             table_uuid: uuid.into(),
             location: location.into(),
+            layout: None,
         }
     }
 
     #[test]
     fn gzip_files_inflate_to_what_was_written_and_bombs_are_refused() {
         let json = br#"{"format-version":2}"#;
-        let stored = Codec::Gzip.encode(json).unwrap();
+        let stored = Codec::Gzip.encode(&Bytes::from_static(json)).unwrap();
         assert_eq!(&stored[..2], &[0x1f, 0x8b]);
         let location = "s3://b/t/metadata/00001-a.gz.metadata.json";
         assert_eq!(&decode_stored(location, stored).unwrap()[..], json);
@@ -488,7 +609,9 @@ mod tests {
             b"{}"
         );
         // A file a writer replaced with one that inflates past the bound.
-        let bomb = Codec::Gzip.encode(&[0u8; 100_000]).unwrap();
+        let bomb = Codec::Gzip
+            .encode(&Bytes::from(vec![0u8; 100_000]))
+            .unwrap();
         assert!(bomb.len() < 1_000);
         assert!(
             inflate(&bomb, 10_000)

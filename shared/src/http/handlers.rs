@@ -67,17 +67,52 @@ pub(super) fn table_options(
 }
 
 /// A LoadTableResult as a JSON response, without re-serializing its metadata.
-pub(super) fn table_response(result: crate::types::LoadTableResult) -> Response {
-    json_with_tag(result.to_json(), &result.etag)
-}
-
-pub(super) fn json_with_tag(body: Vec<u8>, etag: &str) -> Response {
+/// A table answer, compressed as the client asks around its document's cached compressed form
+/// (see [`crate::encoding`]); plain answers go through the compression layer as before.
+pub(super) async fn table_response(
+    s: &AppState,
+    headers: &HeaderMap,
+    answer: &(dyn crate::types::TableAnswer + Sync),
+) -> Response {
+    let (prefix, suffix) = answer.envelope();
+    let size = prefix.len() + answer.metadata().len() + suffix.len();
+    let encoding = crate::encoding::Encoding::negotiate(headers).filter(|_| {
+        size >= usize::from(super::MIN_COMPRESSED_BYTES) && crate::encoding::from_cache()
+    });
+    if let Some(encoding) = encoding {
+        let compressed = match s.catalog.tables.compressed_metadata(answer, encoding).await {
+            Ok(segment) => crate::encoding::assemble(&prefix, &segment, &suffix, encoding)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match compressed {
+            Ok(body) => {
+                return (
+                    [
+                        (http::header::CONTENT_TYPE, "application/json"),
+                        (http::header::ETAG, answer.etag()),
+                        (http::header::CONTENT_ENCODING, encoding.header_value()),
+                        (http::header::VARY, "accept-encoding"),
+                    ],
+                    body,
+                )
+                    .into_response();
+            }
+            // The compression layer still compresses the plain answer.
+            Err(error) => tracing::warn!(error, "answer not compressed from the cache"),
+        }
+    }
+    let body = super::parts_body::PartsBody::new([
+        bytes::Bytes::from(prefix),
+        answer.metadata().clone(),
+        bytes::Bytes::from(suffix),
+    ]);
     (
         [
             (http::header::CONTENT_TYPE, "application/json"),
-            (http::header::ETAG, etag),
+            (http::header::ETAG, answer.etag()),
         ],
-        body,
+        axum::body::Body::new(body),
     )
         .into_response()
 }
@@ -337,7 +372,7 @@ pub async fn create_table(
         .tables
         .create_table(&ctx, &params.namespace()?, body, options)
         .await?;
-    Ok(table_response(created))
+    Ok(table_response(&s, &headers, &created).await)
 }
 
 pub async fn register_table(
@@ -356,7 +391,7 @@ pub async fn register_table(
         .tables
         .register_table(&ctx, &params.namespace()?, body, options)
         .await?;
-    Ok(table_response(registered))
+    Ok(table_response(&s, &headers, &registered).await)
 }
 
 pub async fn commit_transaction(
@@ -406,7 +441,7 @@ pub async fn load_table(
         )
             .into_response());
     }
-    Ok(table_response(result))
+    Ok(table_response(&s, &headers, &result).await)
 }
 
 pub async fn table_exists(
@@ -452,6 +487,7 @@ pub async fn commit_table(
     Authenticated(p): Authenticated,
     KeyHeld(key): KeyHeld,
     params: Params,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
     let ctx = in_org(&s, &p, &params).await?.holding(key);
@@ -461,7 +497,7 @@ pub async fn commit_table(
         .tables
         .commit_table(&ctx, &ns, &table, body)
         .await?;
-    Ok(json_with_tag(committed.to_json(), &committed.etag))
+    Ok(table_response(&s, &headers, &committed).await)
 }
 
 pub async fn drop_table(

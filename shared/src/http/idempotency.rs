@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::AppState;
 use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap, body_too_large};
-use super::handlers::{in_org, json_with_tag, table_options, table_response};
+use super::handlers::{in_org, table_options, table_response};
 use crate::catalog::OrgContext;
 use crate::core::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
 use crate::error::CatalogError;
@@ -326,7 +326,7 @@ async fn rebuild(
                 .tables
                 .replay_create(ctx, &params.namespace()?, &named(body)?, options)
                 .await?;
-            Ok(table_response(loaded))
+            Ok(table_response(state, &parts.headers, &loaded).await)
         }
         // Its change records what the replay needs; a key without it did not land.
         Operation::UnregisterTable => Err(CatalogError::Internal(
@@ -347,7 +347,7 @@ async fn rebuild(
                 .tables
                 .replay_commit(ctx, &namespace, &table)
                 .await?;
-            Ok(json_with_tag(answer.to_json(), &answer.etag))
+            Ok(table_response(state, &parts.headers, &answer).await)
         }
         // Drops and renames answer no body.
         _ => Ok(StatusCode::NO_CONTENT.into_response()),

@@ -8,6 +8,7 @@ mod handlers;
 pub mod idempotency;
 pub mod lambda_limits;
 pub mod management;
+mod parts_body;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

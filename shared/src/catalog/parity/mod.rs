@@ -24,6 +24,9 @@
 //! - [`refs_v1`]: format-version 1 tables keep their branches and tags (Java writes `refs` for
 //!   every version; the crate neither writes nor reads them for v1).
 //!
+//! Beside them, [`splice`] writes a commit's file from its base file's bytes, identical to what
+//! [`order`] writes, so that a commit costs what it changes rather than what the table weighs.
+//!
 //! The commit retry on a lost swap (Java's `CatalogHandlers.commit`) lives in the commit path.
 
 pub mod create;
@@ -33,3 +36,4 @@ pub mod order;
 pub mod refs_v1;
 pub mod requirements;
 pub mod specs;
+pub mod splice;

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::refs_v1::{self, Refs};
 
 /// Top-level fields in the order Java writes them; anything else follows, sorted.
-const JAVA_FIELD_ORDER: &[&str] = &[
+pub(super) const JAVA_FIELD_ORDER: &[&str] = &[
     "format-version",
     "table-uuid",
     "location",
@@ -79,7 +79,7 @@ pub fn document_bytes(document: &Value) -> serde_json::Result<Vec<u8>> {
     }
 }
 
-fn order_lists(fields: &mut Map<String, Value>) {
+pub(super) fn order_lists(fields: &mut Map<String, Value>) {
     sort_by_int(fields, "schemas", "schema-id");
     sort_by_int(fields, "partition-specs", "spec-id");
     sort_by_int(fields, "sort-orders", "order-id");

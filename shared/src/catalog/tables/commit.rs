@@ -229,9 +229,20 @@ impl TableService {
         .table(&row.name, &row.id)
         .metadata(Some(&row.metadata_location), Some(&location))
         .commit(&base, &built.metadata, &request.updates);
+        let splice_from = crate::catalog::metadata::Base {
+            file: &file,
+            metadata: &base,
+            changes: &built.changes,
+        };
         let written = self
             .metadata
-            .write(&*objects, &location, built.metadata, refs.as_ref())
+            .write(
+                &*objects,
+                &location,
+                built.metadata,
+                refs.as_ref(),
+                Some(splice_from),
+            )
             .await?;
         let next = TableRow {
             location: next_location,

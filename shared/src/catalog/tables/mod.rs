@@ -102,6 +102,17 @@ impl TableService {
     pub fn new(core: Arc<Core>, metadata: Arc<MetadataCache>) -> Self {
         Self { core, metadata }
     }
+
+    /// A table answer's document compressed for splicing, once per document and encoding.
+    pub async fn compressed_metadata(
+        &self,
+        answer: &(dyn crate::types::TableAnswer + Sync),
+        encoding: crate::encoding::Encoding,
+    ) -> Result<Arc<crate::encoding::Segment>> {
+        self.metadata
+            .compressed(answer.metadata_id(), answer.metadata(), encoding)
+            .await
+    }
 }
 
 impl TableService {
@@ -328,7 +339,7 @@ impl TableService {
         let (id, location) = (metadata.uuid().to_string(), metadata.location().to_owned());
         let written = self
             .metadata
-            .write(&*objects, &metadata_location, metadata, v1_refs)
+            .write(&*objects, &metadata_location, metadata, v1_refs, None)
             .await?;
         let row = TableRow {
             id,
@@ -477,6 +488,7 @@ impl TableService {
         Ok(CommitTableResponse {
             metadata_location: loaded.metadata_location.unwrap_or_default(),
             metadata: loaded.metadata,
+            metadata_id: loaded.metadata_id,
             etag: loaded.etag,
         })
     }
@@ -788,6 +800,7 @@ impl TableService {
         Ok(LoadTableResult {
             metadata_location,
             metadata: raw_metadata,
+            metadata_id,
             config: vended.config,
             storage_credentials: vended.credentials,
             etag,
