@@ -157,6 +157,12 @@ struct Summary {
 }
 
 impl Summary {
+    fn median(&self) -> Duration {
+        let mut sorted = self.samples.clone();
+        sorted.sort();
+        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+    }
+
     fn print(&mut self, label: &str) {
         self.samples.sort();
         let n = self.samples.len();
@@ -243,7 +249,21 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         let loads = measure_variants(&http, &table_path, &args, meter.as_ref()).await?;
         let commits =
             measure_commits(&http, &table_path, &args, &mut table, meter.as_ref()).await?;
-        results.push((size, loads, commits));
+        let compared = match &_private {
+            Some(dir) if args.floor => Some(
+                compare_commit_paths(
+                    &http,
+                    &table_path,
+                    &args,
+                    &mut table,
+                    meter.as_ref(),
+                    dir.path(),
+                )
+                .await?,
+            ),
+            _ => None,
+        };
+        results.push((size, loads, commits, compared));
     }
     let mut signed = match &private_catalog {
         Some(catalog) => {
@@ -255,7 +275,7 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         "floe bench: {} ({} measured requests per row, {} warm-up)",
         http.base, args.iterations, args.warmup
     );
-    for (size, loads, commits) in &mut results {
+    for (size, loads, commits, compared) in &mut results {
         for variant in loads.iter_mut() {
             let label = format!("{size} snapshots, {}", variant.label);
             variant.summary.print(&label);
@@ -268,6 +288,9 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         commits.summary.print(&label);
         if let Some(usage) = &commits.usage {
             print_usage(usage);
+        }
+        if let Some(compared) = compared {
+            compared.print(*size, &commits.summary);
         }
     }
     if let Some(signed) = &mut signed {
@@ -401,6 +424,95 @@ async fn measure_commits(
     .await
 }
 
+/// The same one-snapshot appends through the full rewrite (the path before commits were
+/// spliced), and the floor under any commit: hashing and writing the table's current file.
+struct Compared {
+    full: Measured,
+    floor: Summary,
+}
+
+impl Compared {
+    fn print(&mut self, size: usize, spliced: &Summary) {
+        self.full
+            .summary
+            .print(&format!("{size} snapshots, append, full rewrite (old)"));
+        if let Some(usage) = &self.full.usage {
+            print_usage(usage);
+        }
+        self.floor
+            .print(&format!("{size} snapshots, hash + write the file"));
+        let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+        println!(
+            "{:<10} {:<32} medians: append / floor {:.2}x, full rewrite / append {:.2}x",
+            "",
+            "",
+            ratio(spliced.median(), self.floor.median()),
+            ratio(self.full.summary.median(), spliced.median()),
+        );
+    }
+}
+
+async fn compare_commit_paths(
+    http: &Http,
+    path: &str,
+    args: &BenchArgs,
+    table: &mut Growth,
+    meter: Option<&Meter>,
+    scratch: &std::path::Path,
+) -> Result<Compared, String> {
+    floe::catalog::metadata::set_splicing(false);
+    let full = measure_commits(http, path, args, table, meter).await;
+    floe::catalog::metadata::set_splicing(true);
+    let full = full?;
+    let floor = measure_write_floor(http, path, args, scratch).await?;
+    Ok(Compared { full, floor })
+}
+
+/// Hashing the table's current metadata file and writing it as a new file of the same store,
+/// as a commit writes its file: what no commit can go under.
+async fn measure_write_floor(
+    http: &Http,
+    path: &str,
+    args: &BenchArgs,
+    scratch: &std::path::Path,
+) -> Result<Summary, String> {
+    use floe::objects::ObjectStore;
+    use sha2::Digest;
+    let loaded = http.expect(Method::GET, path, None, StatusCode::OK).await?;
+    let loaded: Value = serde_json::from_slice(&loaded).map_err(|e| e.to_string())?;
+    let location = loaded["metadata-location"]
+        .as_str()
+        .ok_or("loadTable answered no metadata-location")?;
+    let file = location
+        .strip_prefix("file://")
+        .ok_or("the floor needs the private catalog's local warehouse")?;
+    let bytes = Bytes::from(std::fs::read(file).map_err(|e| e.to_string())?);
+    let root = scratch.join("floor");
+    std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+    let store = floe::objects::local::LocalObjectStore::new(root.clone());
+    let url = floe::objects::local::file_url(&root);
+    let count = args.commits.unwrap_or(args.iterations);
+    // A directory per measured file: each size writes its own.
+    let run = location.rsplit('/').next().unwrap_or("file");
+    let mut summary = Summary {
+        name: "floor",
+        samples: Vec::with_capacity(count),
+    };
+    for i in 0..(args.warmup + count) {
+        let started = Instant::now();
+        let digest = sha2::Sha256::digest(&bytes);
+        std::hint::black_box(digest);
+        store
+            .put_if_absent(&format!("{url}/{run}/{i:05}.metadata.json"), bytes.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        if i >= args.warmup {
+            summary.samples.push(started.elapsed());
+        }
+    }
+    Ok(summary)
+}
+
 /// Times `count` POSTs of `path` after `warmup` unmeasured ones, each with the body `next`
 /// makes, and counts what the measured ones used.
 async fn measure_posts(
@@ -488,7 +600,10 @@ fn print_usage(usage: &Usage) {
     );
 }
 
-fn print_costs(results: &[(usize, Vec<Variant>, Measured)], signed: Option<&Measured>) {
+/// What one size measured: its load variants, its appends, and (`--floor`) the comparison.
+type SizeResult = (usize, Vec<Variant>, Measured, Option<Compared>);
+
+fn print_costs(results: &[SizeResult], signed: Option<&Measured>) {
     println!("cost per million operations on AWS (floe bench --cost):");
     println!(
         "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -513,7 +628,7 @@ fn print_costs(results: &[(usize, Vec<Variant>, Measured)], signed: Option<&Meas
             c.total()
         );
     };
-    for (size, loads, commits) in results {
+    for (size, loads, commits, compared) in results {
         for variant in loads {
             if let Some(usage) = &variant.usage {
                 row(format!("loadTable {}, {size}", variant.label), usage);
@@ -521,6 +636,9 @@ fn print_costs(results: &[(usize, Vec<Variant>, Measured)], signed: Option<&Meas
         }
         if let Some(usage) = &commits.usage {
             row(format!("commit, {size}"), usage);
+        }
+        if let Some(usage) = compared.as_ref().and_then(|c| c.full.usage.as_ref()) {
+            row(format!("commit, full rewrite (old), {size}"), usage);
         }
     }
     if let Some(usage) = signed.and_then(|s| s.usage.as_ref()) {
@@ -626,33 +744,54 @@ struct LoadVariant {
     headers: &'static [(&'static str, &'static str)],
     /// The client sends the ETag of the previous answer, and gets a 304.
     conditional: bool,
+    /// Measures the path before compressed answers came from the cache (the private catalog's
+    /// compression per request), with `--floor`.
+    old_path: bool,
 }
 
 /// The load variants measured on each table.
-const LOAD_VARIANTS: [LoadVariant; 4] = [
+const LOAD_VARIANTS: [LoadVariant; 6] = [
     LoadVariant {
         label: "full",
         query: "",
         headers: &[],
         conditional: false,
+        old_path: false,
     },
     LoadVariant {
         label: "snapshots=refs",
         query: "?snapshots=refs",
         headers: &[],
         conditional: false,
+        old_path: false,
     },
     LoadVariant {
         label: "gzip",
         query: "",
         headers: &[("accept-encoding", "gzip")],
         conditional: false,
+        old_path: false,
+    },
+    LoadVariant {
+        label: "gzip, per request (old)",
+        query: "",
+        headers: &[("accept-encoding", "gzip")],
+        conditional: false,
+        old_path: true,
+    },
+    LoadVariant {
+        label: "zstd",
+        query: "",
+        headers: &[("accept-encoding", "zstd")],
+        conditional: false,
+        old_path: false,
     },
     LoadVariant {
         label: "304 unchanged",
         query: "",
         headers: &[],
         conditional: true,
+        old_path: false,
     },
 ];
 
@@ -676,8 +815,14 @@ async fn measure_variants(
         query,
         headers,
         conditional,
+        old_path,
     } in LOAD_VARIANTS
     {
+        // The path before answers were compressed from the cache: only beside the floors.
+        if old_path && !(args.floor && args.url.is_none()) {
+            continue;
+        }
+        floe::encoding::set_from_cache(!old_path);
         let uri = format!("{path}{query}");
         let tag = if conditional {
             let (_, tag, _) = http.call_with(Method::GET, &uri, None, &[]).await?;
@@ -726,6 +871,7 @@ async fn measure_variants(
             usage,
         });
     }
+    floe::encoding::set_from_cache(true);
     Ok(out)
 }
 
