@@ -158,7 +158,10 @@ async fn compressed_table_answers_inflate_to_the_plain_answers_bytes() {
         )
         .await;
     assert_eq!(
-        (status.as_u16(), headers["content-encoding"].to_str().unwrap()),
+        (
+            status.as_u16(),
+            headers["content-encoding"].to_str().unwrap()
+        ),
         (200, "gzip")
     );
     let committed = gunzip(&body);
