@@ -162,13 +162,19 @@ pub trait TableAnswer {
     }
 }
 
+/// `{"metadata-location":<location>,"metadata":`: how every table and view answer opens.
+fn answer_prefix(metadata_location: &impl Serialize) -> Vec<u8> {
+    let location = serde_json::to_vec(metadata_location).expect("a location serializes");
+    let mut prefix = Vec::with_capacity(location.len() + 36);
+    prefix.extend_from_slice(b"{\"metadata-location\":");
+    prefix.extend_from_slice(&location);
+    prefix.extend_from_slice(b",\"metadata\":");
+    prefix
+}
+
 impl TableAnswer for LoadTableResult {
     fn envelope(&self) -> (Vec<u8>, Vec<u8>) {
-        let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
-        let mut prefix = Vec::with_capacity(location.len() + 40);
-        prefix.extend_from_slice(b"{\"metadata-location\":");
-        prefix.extend_from_slice(&location);
-        prefix.extend_from_slice(b",\"metadata\":");
+        let prefix = answer_prefix(&self.metadata_location);
         let mut suffix = b",\"config\":".to_vec();
         suffix.extend(serde_json::to_vec(&self.config).expect("map serializes"));
         if !self.storage_credentials.is_empty() {
@@ -242,11 +248,7 @@ impl CommitTableResponse {
 
 impl TableAnswer for CommitTableResponse {
     fn envelope(&self) -> (Vec<u8>, Vec<u8>) {
-        let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
-        let mut prefix = Vec::with_capacity(location.len() + 40);
-        prefix.extend_from_slice(b"{\"metadata-location\":");
-        prefix.extend_from_slice(&location);
-        prefix.extend_from_slice(b",\"metadata\":");
+        let prefix = answer_prefix(&self.metadata_location);
         (prefix, b"}".to_vec())
     }
 
@@ -273,11 +275,8 @@ pub struct LoadViewResult {
 
 impl LoadViewResult {
     pub fn to_json(&self) -> Vec<u8> {
-        let location = serde_json::to_vec(&self.metadata_location).expect("string serializes");
-        let mut out = Vec::with_capacity(self.metadata.len() + location.len() + 52);
-        out.extend_from_slice(b"{\"metadata-location\":");
-        out.extend_from_slice(&location);
-        out.extend_from_slice(b",\"metadata\":");
+        let mut out = answer_prefix(&self.metadata_location);
+        out.reserve(self.metadata.len() + 16);
         out.extend_from_slice(&self.metadata);
         out.extend_from_slice(b",\"config\":{}}");
         out
