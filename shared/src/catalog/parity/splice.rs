@@ -647,6 +647,14 @@ mod tests {
             ]
         }
 
+        /// Commits `count` appends to main, each of which must land.
+        fn append_to_main(&mut self, count: usize, rng: &mut StdRng) {
+            for _ in 0..count {
+                let updates = self.append("main", rng);
+                assert!(self.commit(updates));
+            }
+        }
+
         /// One random commit's updates, chosen from what the table holds.
         fn random_updates(&mut self, rng: &mut StdRng) -> Vec<Value> {
             let ids = self.snapshot_ids();
@@ -801,13 +809,9 @@ mod tests {
     fn an_append_to_a_big_table_copies_every_old_snapshot() {
         let mut rng = StdRng::seed_from_u64(7);
         let mut table = Table::new(FormatVersion::V2);
-        for _ in 0..300 {
-            let updates = table.append("main", &mut rng);
-            assert!(table.commit(updates));
-        }
+        table.append_to_main(300, &mut rng);
         let before = table.raw.clone();
-        let updates = table.append("main", &mut rng);
-        assert!(table.commit(updates));
+        table.append_to_main(1, &mut rng);
         let snapshots =
             |raw: &[u8], layout: &Layout| raw[layout.field("snapshots").unwrap()].to_vec();
         let old = Layout::scan(&before).unwrap();
@@ -824,10 +828,7 @@ mod tests {
     fn a_snapshot_removed_and_added_again_under_its_id_is_written_afresh() {
         let mut rng = StdRng::seed_from_u64(3);
         let mut table = Table::new(FormatVersion::V2);
-        for _ in 0..3 {
-            let updates = table.append("main", &mut rng);
-            assert!(table.commit(updates));
-        }
+        table.append_to_main(3, &mut rng);
         let branch = table.append("side", &mut rng);
         assert!(table.commit(branch.clone()));
         let mut again = branch[0]["snapshot"].clone();
@@ -874,8 +875,7 @@ mod tests {
         assert!(splice(&raw, &Layout::default(), &v1, &v1, &[]).is_none());
         // A ref change the splice is not told of is caught by its check, never written.
         let mut rng = StdRng::seed_from_u64(1);
-        let updates = table.append("main", &mut rng);
-        assert!(table.commit(updates));
+        table.append_to_main(1, &mut rng);
         let updates = table.append("main", &mut rng);
         let updates: Vec<TableUpdate> = updates
             .into_iter()
