@@ -271,11 +271,13 @@ impl TableService {
         let Expired {
             current,
             metadata,
-            metadata_location,
             reached_by_expired,
             policy,
         } = expired;
-        let reached = match reader.reach(&metadata, &metadata_location, |_| true).await {
+        let reached = match reader
+            .reach(&metadata, &current.row.metadata_location, |_| true)
+            .await
+        {
             Ok(reached) => reached,
             Err(e) => {
                 report.error = Some(format!("No file was deleted: {e}"));
@@ -374,7 +376,6 @@ impl TableService {
             );
             if plan.is_empty() {
                 return Ok(Some(Expired {
-                    metadata_location: current.row.metadata_location.clone(),
                     current,
                     metadata,
                     reached_by_expired,
@@ -408,7 +409,6 @@ impl TableService {
                     request.updates.into_iter(),
                 )?;
                 return Ok(Some(Expired {
-                    metadata_location: current.row.metadata_location.clone(),
                     current,
                     metadata: Arc::new(after.metadata),
                     reached_by_expired,
@@ -418,7 +418,6 @@ impl TableService {
             match self.prepare_commit(ctx, ns, &current, &request).await? {
                 Prepared::Unchanged { .. } => {
                     return Ok(Some(Expired {
-                        metadata_location: current.row.metadata_location.clone(),
                         current,
                         metadata,
                         reached_by_expired,
@@ -440,7 +439,6 @@ impl TableService {
                                 )
                                 .await?;
                             return Ok(Some(Expired {
-                                metadata_location: fresh.row.metadata_location.clone(),
                                 current: fresh,
                                 metadata,
                                 reached_by_expired,
@@ -474,7 +472,6 @@ impl TableService {
 struct Expired {
     current: Versioned<TableRow>,
     metadata: Arc<TableMetadata>,
-    metadata_location: String,
     reached_by_expired: Reached,
     policy: Policy,
 }
