@@ -243,16 +243,7 @@ async fn purge_once(settings: &Settings) -> Result<(), String> {
         run.tables.objects_deleted + run.namespaces.objects_deleted,
         run.failures().len()
     );
-    println!(
-        "{}",
-        serde_json::to_string(&run).map_err(|e| e.to_string())?
-    );
-    let failures = run.failures();
-    if failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("purge failed for {}", failures.join(", ")))
-    }
+    report_run(serde_json::to_string(&run), run.failures(), "purge")
 }
 
 async fn maintain_once(settings: &Settings, dry_run: bool) -> Result<(), String> {
@@ -277,15 +268,20 @@ async fn maintain_once(settings: &Settings, dry_run: bool) -> Result<(), String>
         if dry_run { "to delete" } else { "deleted" },
         run.failures().len()
     );
-    println!(
-        "{}",
-        serde_json::to_string(&run).map_err(|e| e.to_string())?
-    );
-    let failures = run.failures();
+    report_run(serde_json::to_string(&run), run.failures(), "maintenance")
+}
+
+/// Prints an admin pass's report as one JSON line; fails naming what failed, if anything did.
+fn report_run(
+    json: serde_json::Result<String>,
+    failures: Vec<String>,
+    pass: &str,
+) -> Result<(), String> {
+    println!("{}", json.map_err(|e| e.to_string())?);
     if failures.is_empty() {
         Ok(())
     } else {
-        Err(format!("maintenance failed for {}", failures.join(", ")))
+        Err(format!("{pass} failed for {}", failures.join(", ")))
     }
 }
 
