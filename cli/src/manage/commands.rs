@@ -285,13 +285,7 @@ async fn tables(s: &Session, command: TablesCommand) -> Result<(), Failure> {
             dry_run,
             verbose,
         } => {
-            let mut query = Vec::new();
-            if dry_run {
-                query.push(("dry_run", "true"));
-            }
-            if verbose {
-                query.push(("verbose", "true"));
-            }
+            let query = set_flags(&[("dry_run", dry_run), ("verbose", verbose)]);
             let answer = s
                 .call(
                     Method::POST,
@@ -430,13 +424,7 @@ async fn namespace(s: &Session, command: NamespaceCommand) -> Result<(), Failure
             wait,
             timeout_secs,
         } => {
-            let mut query = Vec::new();
-            if immediate {
-                query.push(("immediate", "true"));
-            }
-            if retain_data {
-                query.push(("retain_data", "true"));
-            }
+            let query = set_flags(&[("immediate", immediate), ("retain_data", retain_data)]);
             s.call(
                 Method::DELETE,
                 &["orgs", &org, "namespaces", &namespace],
@@ -686,4 +674,13 @@ async fn buckets(s: &Session, command: BucketsCommand) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// The query of a route's boolean flags: `name=true` for each one set, nothing for the others.
+fn set_flags(flags: &[(&'static str, bool)]) -> Vec<(&'static str, &'static str)> {
+    flags
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| (*name, "true"))
+        .collect()
 }
