@@ -8,6 +8,7 @@ FLOE_MOTO_ENDPOINT if set, else one started here. Everything started here is sto
 session ends.
 """
 
+import json
 import os
 import secrets
 import socket
@@ -76,6 +77,19 @@ class Floe:
         self.service_admin_token = service_admin_token
         # The management API beside the Iceberg routes.
         self.api = uri.removesuffix("/iceberg") + "/api/v1"
+
+    def management(self, method: str, path: str, body=None, token: str | None = None, timeout: float = 60):
+        """A management API request (`path` under /api/v1) as `token` (default: the org admin):
+        its status and JSON answer, for errors too."""
+        request = urllib.request.Request(
+            self.api + path, method=method, data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {token or self.token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                raw = answer.read()
+                return answer.status, (json.loads(raw) if raw else None)
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
 
     def catalog(self, name: str = "floe"):
         """A PyIceberg catalog configured with uri, warehouse and token only."""

@@ -1,9 +1,6 @@
 """Access control with real engines: a table-grant reader in PyIceberg, another org's api client
 reading a public namespace in DuckDB. Everything is set up through the management API."""
 
-import json
-import urllib.error
-import urllib.request
 import uuid
 
 import pyarrow as pa
@@ -21,15 +18,7 @@ SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2,
 
 
 def _api(floe, method: str, path: str, token: str, body=None):
-    request = urllib.request.Request(
-        floe.api + path, method=method, data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            raw = response.read()
-            return response.status, (json.loads(raw) if raw else None)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return floe.management(method, path, body, token=token, timeout=30)
 
 
 def _catalog(floe, token: str, name: str):

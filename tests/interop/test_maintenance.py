@@ -4,9 +4,6 @@ deletes exactly the files that only expired snapshots reached (computed here fro
 own reading of the manifests); every retained snapshot still scans to the same rows with
 PyIceberg, and DuckDB reads the table. A dry run plans the same deletions. On both backends."""
 
-import json
-import urllib.error
-import urllib.request
 import uuid
 
 import pyarrow as pa
@@ -21,16 +18,7 @@ SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2,
 
 
 def _api(floe, method: str, path: str, body=None):
-    request = urllib.request.Request(
-        f"{floe.api}/orgs/{floe.warehouse}{path}", method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {floe.token}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=120) as answer:
-            raw = answer.read()
-            return answer.status, (json.loads(raw) if raw else None)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return floe.management(method, f"/orgs/{floe.warehouse}{path}", body, timeout=120)
 
 
 def _rows(ids, names):

@@ -2,9 +2,6 @@
 API lists and restores it, and PyIceberg and DuckDB read back every row; a table dropped again
 and purged is gone from storage. On both backends."""
 
-import json
-import urllib.error
-import urllib.request
 import uuid
 
 import pyarrow as pa
@@ -20,16 +17,7 @@ ROWS = {"id": [1, 2, 3], "name": ["a", "b", "c"]}
 
 
 def _api(floe, method: str, path: str, body=None):
-    request = urllib.request.Request(
-        f"{floe.api}/orgs/{floe.warehouse}{path}", method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {floe.token}", "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            raw = answer.read()
-            return answer.status, (json.loads(raw) if raw else None)
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
+    return floe.management(method, f"/orgs/{floe.warehouse}{path}", body)
 
 
 def test_a_dropped_table_is_restored_and_read_by_pyiceberg_and_duckdb(floe):
