@@ -1,7 +1,8 @@
 //! The events function on moto: the catalog table's DynamoDB stream, read with the streams
-//! API and decoded as Lambda decodes it, goes onto an EventBridge bus whose rule feeds an SQS
-//! queue. Every change lands on the queue once, and a put that fails mid-batch names the record
-//! the stream retries from, after which the rest arrives.
+//! API and decoded as Lambda decodes it. The function numbers the changes' waiting events, and
+//! the numbered events that follow on the stream go onto an EventBridge bus whose rule feeds an
+//! SQS queue. Every change lands on the queue once, and a put that fails mid-batch names the
+//! record the stream retries from, after which the rest arrives.
 
 use std::time::Duration;
 
@@ -191,6 +192,32 @@ fn sequences(events: &[Value]) -> Vec<u64> {
     numbers
 }
 
+/// The stream's records after the function saw the changes' waiting events: it numbers them,
+/// and the numbered events follow on the stream.
+async fn stream_after_numbering(c: &TestCatalog, bus: &str) -> Event {
+    let table = c.dynamodb_table.as_deref().unwrap();
+    let written: Event =
+        serde_json::from_value(json!({"Records": stream_records(table).await})).unwrap();
+    assert!(
+        written
+            .records
+            .iter()
+            .all(|r| floe_events::change_event(r).unwrap().is_none()),
+        "a change's events wait to be numbered"
+    );
+    let waiting = floe_events::waiting_orgs(&written);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let client = aws_sdk_eventbridge::Client::new(&moto::sdk().await);
+    let answer = floe_events::handle(&client, &*c.store, bus, written.clone())
+        .await
+        .unwrap();
+    assert!(answer.batch_item_failures.is_empty());
+    let mut all: Event =
+        serde_json::from_value(json!({"Records": stream_records(table).await})).unwrap();
+    all.records.drain(..written.records.len());
+    all
+}
+
 #[tokio::test]
 async fn the_stream_puts_every_change_event_on_the_bus() {
     let c = TestCatalog::aws().await;
@@ -202,10 +229,9 @@ async fn the_stream_puts_every_change_event_on_the_bus() {
             .await
             .assert_ok(200);
     }
-    let records = stream_records(c.dynamodb_table.as_deref().unwrap()).await;
-    // The stream carries every row the changes wrote; five of them are events.
-    assert!(records.len() > 5, "{}", records.len());
-    let batch: Event = serde_json::from_value(json!({"Records": records})).unwrap();
+    let batch = stream_after_numbering(&c, &bus).await;
+    // The stream carries every row the numbering wrote; five of them are events.
+    assert!(batch.records.len() > 5, "{}", batch.records.len());
     let events: Vec<_> = batch
         .records
         .iter()
@@ -242,8 +268,7 @@ async fn a_failed_put_names_the_record_the_stream_retries_from() {
     let (bus, queue_url) = bus_to_queue().await;
     c.create_namespace("retried").await;
     c.create_table("retried", "t").await;
-    let records = stream_records(c.dynamodb_table.as_deref().unwrap()).await;
-    let batch: Event = serde_json::from_value(json!({"Records": records})).unwrap();
+    let batch = stream_after_numbering(&c, &bus).await;
     let first_event = batch
         .records
         .iter()

@@ -14,6 +14,8 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use base64::Engine;
 use floe::events::ChangeEvent;
+use floe::events::sequencer;
+use floe::store::MetaStore;
 use floe::store::rows::keys;
 
 /// EventBridge's `Source` of every event Floe puts.
@@ -33,6 +35,61 @@ struct Pending {
     sequence_number: Option<String>,
     entry: PutEventsRequestEntry,
     size: usize,
+}
+
+/// Handles one batch of the stream: puts its new events on `bus`, in order, then numbers the
+/// waiting events of every org that has new ones (which come back on the stream as new
+/// events). Answers where Lambda must retry from: the first event it could not put, else the
+/// first waiting event whose org it could not number (events after it may then come twice).
+pub async fn handle(
+    client: &aws_sdk_eventbridge::Client,
+    store: &dyn MetaStore,
+    bus: &str,
+    batch: Event,
+) -> Result<DynamoDbEventResponse, PublishError> {
+    let waiting = waiting_orgs(&batch);
+    let mut response = publish(client, bus, batch).await?;
+    if !response.batch_item_failures.is_empty() {
+        return Ok(response);
+    }
+    for (org, record) in waiting {
+        match sequencer::sequence_org(store, &org).await {
+            Ok(numbered) => tracing::info!(org = %org, numbered, "waiting events numbered"),
+            Err(e) => {
+                tracing::warn!(org = %org, error = %e, "waiting events not numbered; the stream retries from this record");
+                let mut failure = DynamoDbBatchItemFailure::default();
+                failure.item_identifier = record;
+                response.batch_item_failures.push(failure);
+                return Ok(response);
+            }
+        }
+    }
+    Ok(response)
+}
+
+/// The orgs with events newly waiting in the batch, each once, with the stream record of its
+/// first one.
+pub fn waiting_orgs(batch: &Event) -> Vec<(String, Option<String>)> {
+    let prefix = keys::pending_events_partition("");
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for record in &batch.records {
+        if record.event_name != "INSERT" {
+            continue;
+        }
+        let Ok(image) = serde_json::to_value(&record.change.keys) else {
+            continue;
+        };
+        let Some(org) = image["pk"]["S"]
+            .as_str()
+            .and_then(|pk| pk.strip_prefix(&prefix))
+        else {
+            continue;
+        };
+        if !out.iter().any(|(o, _)| o == org) {
+            out.push((org.to_owned(), record.change.sequence_number.clone()));
+        }
+    }
+    out
 }
 
 /// Puts the batch's new events on `bus`, in order; answers where Lambda must retry from.

@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::OrgContext;
 use crate::authz::Action;
 use crate::error::{CatalogError, Result};
-use crate::events::{ChangeEvent, Kind, outbox};
+use crate::events::{ChangeEvent, Kind, outbox, sequencer};
 use crate::model::{NamespaceRow, OrgRole, TableRow};
 use crate::store::rows::{self, keys};
 
@@ -67,6 +67,9 @@ impl EventService {
         }
         let org = ctx.org.name.as_str();
         let after = after.map(parse_token).transpose()?;
+        // Events still waiting for their numbers get them first, so a reader sees every
+        // change that landed before it asked.
+        sequencer::sequence_org(&*self.core.store, org).await?;
         let last = outbox::read_counter(&*self.core.store, org).await?.last;
         if after.is_some_and(|a| a > last) {
             return Err(CatalogError::BadRequest(

@@ -3,6 +3,7 @@
 //! write. Whatever lands, lands together; whatever does not, leaves no trace.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,17 +11,35 @@ use tokio::sync::Notify;
 
 use super::idempotency::{KeyClaim, applied_marker};
 use crate::clock::Clock;
-use crate::events::{Draft, outbox};
+use crate::events::{Draft, outbox, pending};
 use crate::store::{MetaStore, StoreError, Write};
 
-/// How long a change may keep losing its org's event counter to concurrent changes before it
-/// gives up: a burst of n writers of one org costs the last of them n tries, so the bound is
-/// time (well inside API Gateway's 29 s), not a count.
+/// How long a change may keep losing an event counter to concurrent changes before it gives
+/// up: a burst of n writers on one counter costs the last of them n tries, so the bound is time
+/// (well inside API Gateway's 29 s), not a count.
 const SEQUENCE_BUDGET: Duration = Duration::from_secs(10);
 const FIRST_SEQUENCE_WAIT: Duration = Duration::from_millis(2);
 const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
-/// Orgs whose event counter an instance remembers (forgotten all at once past this).
+/// Event counters an instance remembers (forgotten all at once past this).
 const KNOWN_COUNTERS: usize = 10_000;
+
+/// Whether changes number their events on the org's counter in their own write (see
+/// [`set_numbering_on_write`]).
+static NUMBER_ON_WRITE: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process's changes number their events on the org's counter in their own write,
+/// the way they did before the sequencer took that off the write path, or not (the default).
+/// For `floe bench`, which measures both in one run; the events numbered on write carry no
+/// `entity-sequence`.
+pub fn set_numbering_on_write(on: bool) {
+    NUMBER_ON_WRITE.store(on, Ordering::Relaxed);
+}
+
+fn taken_over() -> StoreError {
+    // A retry took the key over after this request's lease ran out: it runs the change, so
+    // this one must not.
+    StoreError::Unavailable("the request's Idempotency-Key was taken over by a retry".into())
+}
 
 /// A change's store writes, each labelled with what its condition guards, so that a refusal
 /// names the part that failed instead of its position in the batch.
@@ -136,8 +155,8 @@ impl<L: std::fmt::Debug> From<ChangeFailure<L>> for crate::error::CatalogError {
     }
 }
 
-/// The one writer of catalog changes: each with its event, its org's next sequence number and
-/// the request's idempotency key, in one atomic store write.
+/// The one writer of catalog changes: each with its events (waiting for the org's sequence,
+/// numbered by their entities) and the request's idempotency key, in one atomic store write.
 pub struct ChangeWriter {
     store: Arc<dyn MetaStore>,
     clock: Arc<dyn Clock>,
@@ -145,8 +164,10 @@ pub struct ChangeWriter {
     event_retention: Duration,
     /// Signalled when this process wrote a change event.
     events_written: Arc<Notify>,
-    /// Each org's event counter as this instance last wrote it.
+    /// Each org's event counter as this instance last wrote it (numbering on write).
     counters: Mutex<HashMap<String, outbox::Counter>>,
+    /// Each entity's event counter as this instance last wrote it, by (org, entity).
+    entity_counters: Mutex<HashMap<(String, String), pending::EntityCounter>>,
 }
 
 impl ChangeWriter {
@@ -161,6 +182,7 @@ impl ChangeWriter {
             event_retention,
             events_written: Arc::default(),
             counters: Mutex::default(),
+            entity_counters: Mutex::default(),
         }
     }
 
@@ -194,8 +216,8 @@ impl ChangeWriter {
     }
 
     /// [`Self::write`] for a change that several events describe (a transaction's tables, one
-    /// event each): they take consecutive numbers of the org's sequence, in their order, in the
-    /// same atomic write.
+    /// event each): they wait in the same atomic write and take consecutive numbers of the
+    /// org's sequence, in their order.
     pub async fn write_described<L: Copy>(
         &self,
         key: Option<&KeyClaim>,
@@ -221,10 +243,82 @@ impl ChangeWriter {
         outcome(&labels, self.store.write(writes).await)
     }
 
-    /// The store write of a change: the caller's writes come first in the batch, so the index of a failed condition means
-    /// what the caller expects; a failure on the event counter (a concurrent change of the
-    /// org took the number) is retried here with the next number, never returned.
+    /// The store write of a change: the caller's writes come first in the batch, so the index
+    /// of a failed condition means what the caller expects. Its events wait in the same write,
+    /// numbered by their entities ([`pending`]); the org's sequence numbers them afterwards
+    /// ([`crate::events::sequencer`]). A failure on an entity's counter (another change of it
+    /// took the number without touching the caller's rows) is retried here with the next
+    /// number, never returned.
     async fn write_change_answering(
+        &self,
+        key: Option<&KeyClaim>,
+        writes: Vec<Write>,
+        events: Vec<Draft>,
+        answer: Option<String>,
+    ) -> Result<(), StoreError> {
+        if NUMBER_ON_WRITE.load(Ordering::Relaxed) {
+            return self.write_numbered(key, writes, events, answer).await;
+        }
+        let marker = key.and_then(|claim| applied_marker(claim, answer));
+        let org = events[0].data.org.clone();
+        let mut counters = Vec::new();
+        for entity in pending::entities(&events) {
+            let counter = match self.known_entity_counter(&org, &entity) {
+                Some(counter) => counter,
+                None => pending::read_entity_counter(&*self.store, &org, &entity).await?,
+            };
+            counters.push((entity, counter));
+        }
+        let mut wait = FIRST_SEQUENCE_WAIT;
+        let deadline = tokio::time::Instant::now() + SEQUENCE_BUDGET;
+        while tokio::time::Instant::now() < deadline {
+            let now_ms = self.clock.now_ms();
+            let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
+            let (event_writes, landed) =
+                pending::pending_writes(&org, &counters, &events, now_ms, expires_at);
+            let events_from = writes.len();
+            let mut batch = writes.clone();
+            batch.extend(event_writes);
+            let marker_index = batch.len();
+            batch.extend(marker.as_ref().map(|m| m.write.clone()));
+            match self.store.write(batch).await {
+                Ok(()) => {
+                    if let Some(marker) = &marker {
+                        marker.landed();
+                    }
+                    for (entity, counter) in landed {
+                        tracing::debug!(org = %org, entity = %entity, entity_sequence = counter.last, "change recorded");
+                        self.remember_entity_counter(&org, entity, counter);
+                    }
+                    self.events_written.notify_waiters();
+                    return Ok(());
+                }
+                Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {
+                    return Err(taken_over());
+                }
+                // Nothing was written: another change of an entity took its number (its
+                // counter's condition failed), or a transaction touching one of the same items
+                // ran at the same time (which one is not said; trying again finds out).
+                Err(StoreError::ConditionFailed { index, .. }) if index >= events_from => {}
+                Err(StoreError::Conflict(_)) => {}
+                Err(e) => return Err(e),
+            }
+            let jitter = rand::random_range(0..=wait.as_millis() as u64);
+            tokio::time::sleep(wait + Duration::from_millis(jitter)).await;
+            wait = (wait * 2).min(MAX_SEQUENCE_WAIT);
+            for (entity, counter) in &mut counters {
+                *counter = pending::read_entity_counter(&*self.store, &org, entity).await?;
+            }
+        }
+        Err(StoreError::Conflict(
+            "an entity's event counter is contended; nothing was written".into(),
+        ))
+    }
+
+    /// The write as it was before events waited for the sequencer: numbered on the org's
+    /// counter inside the change's own write, so all of an org's changes queue on that one
+    /// item. Kept for `floe bench`, which compares both in one run.
+    async fn write_numbered(
         &self,
         key: Option<&KeyClaim>,
         writes: Vec<Write>,
@@ -234,8 +328,6 @@ impl ChangeWriter {
         let marker = key.and_then(|claim| applied_marker(claim, answer));
         let org = events[0].data.org.clone();
         let mut wait = FIRST_SEQUENCE_WAIT;
-        // The counter as this instance last wrote it saves a read; when another instance moved
-        // it since, the write fails on it and the loop reads it.
         let mut counter = match self.known_counter(&org) {
             Some(counter) => counter,
             None => outbox::read_counter(&*self.store, &org).await?,
@@ -244,7 +336,7 @@ impl ChangeWriter {
         while tokio::time::Instant::now() < deadline {
             let now_ms = self.clock.now_ms();
             let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
-            let (event_writes, recorded, landed) =
+            let (event_writes, _, landed) =
                 outbox::event_writes(counter, events.clone(), now_ms, expires_at);
             let counter_index = writes.len();
             let mut batch = writes.clone();
@@ -258,21 +350,11 @@ impl ChangeWriter {
                     }
                     self.remember_counter(&org, landed);
                     self.events_written.notify_waiters();
-                    for event in &recorded {
-                        tracing::debug!(org = %org, sequence = event.data.sequence, kind = event.kind.as_str(), "change recorded");
-                    }
                     return Ok(());
                 }
                 Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {
-                    // A retry took the key over after this request's lease ran out: it runs the
-                    // change, so this one must not.
-                    return Err(StoreError::Unavailable(
-                        "the request's Idempotency-Key was taken over by a retry".into(),
-                    ));
+                    return Err(taken_over());
                 }
-                // Nothing was written: another change of the org took the number (a failed
-                // counter condition), or a transaction touching one of the same items ran at
-                // the same time (which one is not said; trying again finds out).
                 Err(StoreError::ConditionFailed { index, .. }) if index == counter_index => {}
                 Err(StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
@@ -285,6 +367,26 @@ impl ChangeWriter {
         Err(StoreError::Conflict(
             "the org's event sequence is contended; nothing was written".into(),
         ))
+    }
+
+    fn known_entity_counter(&self, org: &str, entity: &str) -> Option<pending::EntityCounter> {
+        let known = self
+            .entity_counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        known.get(&(org.to_owned(), entity.to_owned())).copied()
+    }
+
+    fn remember_entity_counter(&self, org: &str, entity: String, counter: pending::EntityCounter) {
+        let mut known = self
+            .entity_counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = (org.to_owned(), entity);
+        if known.len() >= KNOWN_COUNTERS && !known.contains_key(&key) {
+            known.clear();
+        }
+        known.insert(key, counter);
     }
 
     fn known_counter(&self, org: &str) -> Option<outbox::Counter> {

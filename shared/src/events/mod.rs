@@ -10,7 +10,9 @@
 
 pub mod commit;
 pub mod outbox;
+pub mod pending;
 pub mod publish;
+pub mod sequencer;
 
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +143,11 @@ pub struct EventData {
     pub org: String,
     /// The org's sequence number: 1, 2, 3, ... with no gaps.
     pub sequence: u64,
+    /// The event's number among the events of the entity it is about, by id: its table, its
+    /// view, or its namespace (for the namespace's own events, its grants and visibility).
+    /// 1, 2, 3, ... with no gaps, in the order the entity's changes landed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity_sequence: Option<u64>,
     pub namespace: String,
     /// The namespace's id (a name can be dropped and used again).
     pub namespace_uuid: String,
@@ -270,6 +277,7 @@ impl Draft {
             data: EventData {
                 org: org.to_owned(),
                 sequence: 0,
+                entity_sequence: None,
                 namespace: namespace.to_owned(),
                 namespace_uuid: namespace_id.to_owned(),
                 table: None,
@@ -311,6 +319,16 @@ impl Draft {
         self.data.previous_metadata_location = previous.map(str::to_owned);
         self.data.metadata_location = current.map(str::to_owned);
         self
+    }
+
+    /// The id of the entity the event is about, which numbers it in
+    /// [`EventData::entity_sequence`]: the table, else the view, else the namespace.
+    pub fn entity(&self) -> &str {
+        let data = &self.data;
+        data.table_uuid
+            .as_deref()
+            .or(data.view_uuid.as_deref())
+            .unwrap_or(&data.namespace_uuid)
     }
 
     /// The event, numbered `sequence` and dated `time_ms`.

@@ -97,6 +97,33 @@ pub async fn events_after(
         .await
 }
 
+/// Every org with events, numbered or still waiting, each once: from the sparse index's
+/// entries of the orgs' counters and of waiting events (an org's first events wait before its
+/// counter exists). At most `limit` entries of each are read.
+pub async fn orgs_with_events(
+    store: &dyn MetaStore,
+    limit: usize,
+) -> Result<Vec<String>, StoreError> {
+    let mut orgs: Vec<String> = Vec::new();
+    let counters = store.query_index(keys::EVENT_ORGS, "\u{7f}", limit).await?;
+    let counted = counters
+        .iter()
+        .filter_map(|key| key.pk.strip_prefix("ORG#"));
+    let waiting = store
+        .query_index(keys::PENDING_EVENT_ORGS, "\u{7f}", limit)
+        .await?;
+    let prefix = keys::pending_events_partition("");
+    let waiting = waiting
+        .iter()
+        .filter_map(|key| key.pk.strip_prefix(&prefix));
+    for org in counted.chain(waiting) {
+        if !orgs.iter().any(|o| o == org) {
+            orgs.push(org.to_owned());
+        }
+    }
+    Ok(orgs)
+}
+
 /// Decodes a stored event.
 pub fn decode(item: &Item) -> Result<ChangeEvent, StoreError> {
     rows::decode(item)

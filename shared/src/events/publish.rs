@@ -1,6 +1,7 @@
 //! Publishing change events beside `floe serve`: to an NDJSON file in the data directory and,
 //! when configured, to a webhook.
 //!
+//! Events are numbered first ([`super::sequencer`]), then delivered in their org's sequence.
 //! Each sink has its own cursor per org in the store (the last sequence it delivered), moved
 //! after every delivered event: a publisher that dies mid-batch starts again after the last
 //! event it recorded, so every event is delivered at least once (the one in flight may come
@@ -78,16 +79,12 @@ impl Publisher {
     /// Delivers every event written so far that the sink has not taken; the number delivered.
     /// Stops at the first event the sink refuses, its cursor just before it.
     pub async fn publish_pending(&self) -> Result<u64, PublishError> {
-        let counters = self
-            .store
-            .query_index(keys::EVENT_ORGS, "\u{7f}", ORGS_PER_PASS)
-            .await?;
+        // Waiting events are numbered first: delivery follows the org's sequence.
+        super::sequencer::sequence_all(&*self.store).await?;
+        let orgs = outbox::orgs_with_events(&*self.store, ORGS_PER_PASS).await?;
         let mut delivered = 0;
-        for key in counters {
-            let Some(org) = key.pk.strip_prefix("ORG#") else {
-                continue;
-            };
-            delivered += self.publish_org(org).await?;
+        for org in orgs {
+            delivered += self.publish_org(&org).await?;
         }
         Ok(delivered)
     }

@@ -354,6 +354,29 @@ pub mod keys {
     pub fn event_org_entry(org: &str) -> Key {
         Key::new(EVENT_ORGS, org)
     }
+    /// The last number given to an event of one entity (a table, view or namespace, by id):
+    /// each entity's events are numbered 1, 2, 3, ... on its own item, so changes of different
+    /// entities never write the same one.
+    pub fn entity_event_counter(org: &str, entity: &str) -> Key {
+        Key::new(format!("EVENTS_OF#{}#{}", part(org), part(entity)), "LAST")
+    }
+    /// A change's event not yet numbered in its org's sequence, by entity and the entity's
+    /// number (zero-padded), so an entity's waiting events are read in their order.
+    pub fn pending_event(org: &str, entity: &str, entity_sequence: u64) -> Key {
+        Key::new(
+            pending_events_partition(org),
+            format!("{}#{entity_sequence:020}", part(entity)),
+        )
+    }
+    pub fn pending_events_partition(org: &str) -> String {
+        format!("PENDING_EVENTS#{org}")
+    }
+    /// Sparse index partition with an entry per waiting event (sort key: its org), so a
+    /// sequencer finds the orgs that have some without a scan.
+    pub const PENDING_EVENT_ORGS: &str = "PENDING_EVENT_ORGS";
+    pub fn pending_event_org_entry(org: &str) -> Key {
+        Key::new(PENDING_EVENT_ORGS, org)
+    }
     /// How far one publisher (sink) has delivered an org's events.
     pub fn event_cursor(org: &str, sink: &str) -> Key {
         Key::new(format!("ORG#{org}"), format!("EVENTS_PUBLISHED#{sink}"))

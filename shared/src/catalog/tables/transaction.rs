@@ -24,9 +24,11 @@ use crate::store::{Condition, MAX_WRITES, Write};
 use crate::types::TableIdentifier;
 
 /// The most tables one transaction may commit to. On DynamoDB it is one TransactWriteItems of
-/// at most [`MAX_WRITES`] items: a row and an event per table, plus the org's event counter and
-/// the request's idempotency key.
-pub const MAX_TRANSACTION_TABLES: usize = (MAX_WRITES - 2) / 2;
+/// at most [`MAX_WRITES`] items: per table its row, its event counter and its waiting event,
+/// plus the request's idempotency key. The sequencer numbers the change's events in one write
+/// too (per event: the waiting item's delete, the numbered event and one check; plus the org's
+/// counter), which fits the same bound.
+pub const MAX_TRANSACTION_TABLES: usize = (MAX_WRITES - 2) / 3;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

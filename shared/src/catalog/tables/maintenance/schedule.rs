@@ -16,6 +16,7 @@ use super::policy::Policy;
 use super::{MaintainOptions, MaintenanceReport, TableService};
 use crate::core::Change;
 use crate::error::Result;
+use crate::events::outbox;
 use crate::model::{NamespaceRow, OrgRow, TableRow};
 use crate::store::Condition;
 use crate::store::rows::{self, keys};
@@ -103,16 +104,9 @@ impl TableService {
             dry_run: options.dry_run,
             ..MaintenanceRun::default()
         };
-        let orgs = self
-            .core
-            .store
-            .query_index(keys::EVENT_ORGS, "\u{7f}", usize::MAX)
-            .await?;
-        for entry in orgs {
-            let Some(org) = entry.pk.strip_prefix("ORG#") else {
-                continue;
-            };
-            let Some(org) = rows::get::<OrgRow>(&*self.core.store, &keys::org(org)).await? else {
+        let orgs = outbox::orgs_with_events(&*self.core.store, usize::MAX).await?;
+        for org in orgs {
+            let Some(org) = rows::get::<OrgRow>(&*self.core.store, &keys::org(&org)).await? else {
                 continue;
             };
             let namespaces: Vec<NamespaceRow> = rows::collect(
