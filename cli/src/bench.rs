@@ -14,6 +14,7 @@
 mod cost;
 pub mod maintenance;
 mod signing;
+pub mod writes;
 
 use std::time::{Duration, Instant};
 

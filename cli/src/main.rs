@@ -35,6 +35,10 @@ enum Command {
     /// Grow a table to many snapshots by appends, maintain it with the default policy, and
     /// report its files, bytes and commit latency before and after, and the run's cost.
     BenchMaintenance(bench::maintenance::MaintenanceBenchArgs),
+    /// Measure one org's commit rate by writers × tables, with events numbered in the change's
+    /// write (before) and by the sequencer (now), on the embedded store, a model of DynamoDB's
+    /// item limits and (--dynamodb) DynamoDB.
+    BenchWrites(bench::writes::WritesBenchArgs),
     #[command(flatten)]
     Manage(manage::Command),
 }
@@ -57,6 +61,7 @@ fn main() -> std::process::ExitCode {
             Command::Admin(command) => serve::admin(command).await,
             Command::Bench(args) => bench::run(args).await,
             Command::BenchMaintenance(args) => bench::maintenance::run(args).await,
+            Command::BenchWrites(args) => bench::writes::run(args).await,
             Command::Routes => {
                 let routes: Vec<serde_json::Value> = floe::routes::ROUTES
                     .iter()

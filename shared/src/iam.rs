@@ -262,9 +262,20 @@ impl Function {
                 Objects(ObjectUse::Get),
                 Secrets(SecretUse::Open),
             ],
-            // Reads nothing of the catalog: the stream hands it the event rows (reading the
-            // stream is the event source mapping's, with the managed policy SAM attaches).
-            Function::Events => &[PublishEvents, DeadLetters],
+            // The stream hands it the new rows (reading the stream is the event source
+            // mapping's, with the managed policy SAM attaches); it numbers the waiting events
+            // of each org it sees some of: the org's counter read and moved, the waiting items
+            // queried and deleted, the numbered events put, each entity's previous event
+            // checked.
+            Function::Events => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Store(StoreUse::Put),
+                Store(StoreUse::Delete),
+                Store(StoreUse::Check),
+                PublishEvents,
+                DeadLetters,
+            ],
         }
     }
 

@@ -70,7 +70,6 @@ pub async fn handle(
 /// The orgs with events newly waiting in the batch, each once, with the stream record of its
 /// first one.
 pub fn waiting_orgs(batch: &Event) -> Vec<(String, Option<String>)> {
-    let prefix = keys::pending_events_partition("");
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     for record in &batch.records {
         if record.event_name != "INSERT" {
@@ -81,7 +80,7 @@ pub fn waiting_orgs(batch: &Event) -> Vec<(String, Option<String>)> {
         };
         let Some(org) = image["pk"]["S"]
             .as_str()
-            .and_then(|pk| pk.strip_prefix(&prefix))
+            .and_then(keys::org_of_pending_events)
         else {
             continue;
         };

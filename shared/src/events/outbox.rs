@@ -112,10 +112,9 @@ pub async fn orgs_with_events(
     let waiting = store
         .query_index(keys::PENDING_EVENT_ORGS, "\u{7f}", limit)
         .await?;
-    let prefix = keys::pending_events_partition("");
     let waiting = waiting
         .iter()
-        .filter_map(|key| key.pk.strip_prefix(&prefix));
+        .filter_map(|key| keys::org_of_pending_events(&key.pk));
     for org in counted.chain(waiting) {
         if !orgs.iter().any(|o| o == org) {
             orgs.push(org.to_owned());

@@ -23,8 +23,8 @@ use super::pending::PendingEvent;
 use crate::store::rows::{self, keys};
 use crate::store::{Condition, Item, Key, MAX_WRITES, MetaStore, StoreError, Write};
 
-/// At most this many waiting events are read per round.
-const MAX_READ: usize = 5000;
+/// At most this many waiting events are read per shard and round.
+const MAX_READ: usize = 1000;
 /// Rounds per call: each reads the waiting events again, after a batch lost the counter to
 /// another sequencer or new events arrived.
 const MAX_ROUNDS: usize = 32;
@@ -74,8 +74,18 @@ pub async fn sequence_all(store: &dyn MetaStore) -> Result<u64, StoreError> {
     Ok(numbered)
 }
 
+/// The org's waiting events, from every shard at once; at most [`MAX_READ`] of each.
 async fn read_waiting(store: &dyn MetaStore, org: &str) -> Result<Vec<Waiting>, StoreError> {
-    let partition = keys::pending_events_partition(org);
+    let shards = (0..keys::PENDING_EVENT_SHARDS)
+        .map(|shard| read_shard(store, keys::pending_events_partition(org, shard)));
+    let mut out = Vec::new();
+    for shard in futures::future::try_join_all(shards).await? {
+        out.extend(shard);
+    }
+    Ok(out)
+}
+
+async fn read_shard(store: &dyn MetaStore, partition: String) -> Result<Vec<Waiting>, StoreError> {
     let mut out = Vec::new();
     let mut after: Option<String> = None;
     while out.len() < MAX_READ {

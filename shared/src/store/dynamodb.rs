@@ -185,6 +185,11 @@ impl DynamoStore {
         }
     }
 
+    /// A store on `table` with the SDK settings given (its endpoint: moto's, for the bench).
+    pub fn from_sdk(sdk: &aws_config::SdkConfig, table: impl Into<String>) -> Self {
+        Self::new(Client::new(sdk), table)
+    }
+
     pub fn table(&self) -> &str {
         &self.table
     }

@@ -361,15 +361,30 @@ pub mod keys {
         Key::new(format!("EVENTS_OF#{}#{}", part(org), part(entity)), "LAST")
     }
     /// A change's event not yet numbered in its org's sequence, by entity and the entity's
-    /// number (zero-padded), so an entity's waiting events are read in their order.
+    /// number (zero-padded), so an entity's waiting events are read in their order. An org's
+    /// waiting events are spread over [`PENDING_EVENT_SHARDS`] partitions by entity, so that
+    /// the org's write rate is not one partition's.
     pub fn pending_event(org: &str, entity: &str, entity_sequence: u64) -> Key {
         Key::new(
-            pending_events_partition(org),
+            pending_events_partition(org, pending_event_shard(entity)),
             format!("{}#{entity_sequence:020}", part(entity)),
         )
     }
-    pub fn pending_events_partition(org: &str) -> String {
-        format!("PENDING_EVENTS#{org}")
+    pub const PENDING_EVENT_SHARDS: u32 = 16;
+    const PENDING_EVENTS_PREFIX: &str = "PENDING_EVENTS#";
+    /// The shard of an entity's waiting events: a hash that every version of Floe computes
+    /// alike (CRC-32 of the id).
+    pub fn pending_event_shard(entity: &str) -> u32 {
+        crc32fast::hash(entity.as_bytes()) % PENDING_EVENT_SHARDS
+    }
+    pub fn pending_events_partition(org: &str, shard: u32) -> String {
+        format!("{PENDING_EVENTS_PREFIX}{org}#{shard:02}")
+    }
+    /// The org whose waiting events partition `pk` is, if it is one.
+    pub fn org_of_pending_events(pk: &str) -> Option<&str> {
+        pk.strip_prefix(PENDING_EVENTS_PREFIX)?
+            .rsplit_once('#')
+            .map(|(org, _)| org)
     }
     /// Sparse index partition with an entry per waiting event (sort key: its org), so a
     /// sequencer finds the orgs that have some without a scan.
