@@ -11,7 +11,8 @@
 //!   its items; a transaction that touches an item another one holds is cancelled (DynamoDB's
 //!   `TransactionConflict`), and no item or partition key takes more than 1,000 write units a
 //!   second (2 a KB for a transactional write);
-//! - with `--dynamodb`, DynamoDB at the SDK's endpoint (`AWS_ENDPOINT_URL`: moto's server here).
+//! - with `--dynamodb`, DynamoDB at the SDK's endpoint (`AWS_ENDPOINT_URL`: moto's server
+//!   here), in a new table for each run, deleted after it.
 //!
 //! A sequencer runs beside the writers once a second, as `floe-events` does on AWS on the
 //! stream's batches. After each run the feed must hold every change once, gap-free, or the
@@ -26,6 +27,7 @@ use async_trait::async_trait;
 use clap::Args;
 use floe::catalog::{Catalog, OrgContext};
 use floe::error::CatalogError;
+use floe::store::observed::{ObservedStore, StoreCounter};
 use floe::store::{Item, Key, MetaStore, StoreError, Write};
 use serde_json::{Value, json};
 
@@ -91,12 +93,14 @@ pub async fn run(args: WritesBenchArgs) -> Result<(), String> {
                     now.rate / before.rate.max(f64::MIN_POSITIVE)
                 ));
                 eprintln!(
-                    "{writers} writers × {tables} tables: before {:.0}/s ({} lost to a writer of the table), busiest partitions {:?}; now {:.0}/s ({}), busiest {:?}",
+                    "{writers} writers × {tables} tables: before {:.0}/s ({} lost to a writer of the table; {}), busiest partitions {:?}; now {:.0}/s ({}; {}), busiest {:?}",
                     before.rate,
                     before.conflicts,
+                    before.per_commit,
                     before.busiest,
                     now.rate,
                     now.conflicts,
+                    now.per_commit,
                     now.busiest
                 );
             }
@@ -133,6 +137,8 @@ struct Outcome {
     /// In the model: the busiest kinds of partition, with the write units of each kind's
     /// busiest partition in the last second of the run.
     busiest: Vec<(String, u64)>,
+    /// The store requests of the run, a landed commit.
+    per_commit: String,
 }
 
 /// One run: `writers` writers on `tables` tables for `--seconds`, on a fresh catalog.
@@ -161,14 +167,20 @@ async fn measure(
     };
     let model: Arc<Mutex<Option<Arc<ItemLimits>>>> = Arc::default();
     let modelled = model.clone();
-    let wraps = floe::deployment::Wraps::store(move |embedded| match (backend, dynamodb) {
-        (Backend::Modeled, _) => {
-            let limits = Arc::new(ItemLimits::new(embedded, read, transaction));
-            *modelled.lock().unwrap_or_else(|p| p.into_inner()) = Some(limits.clone());
-            limits
-        }
-        (Backend::Dynamodb, Some(store)) => store,
-        _ => embedded,
+    let created = dynamodb.clone();
+    let counter = Arc::new(StoreCounter::default());
+    let observer = counter.observer();
+    let wraps = floe::deployment::Wraps::store(move |embedded| {
+        let store: Arc<dyn MetaStore> = match (backend, dynamodb) {
+            (Backend::Modeled, _) => {
+                let limits = Arc::new(ItemLimits::new(embedded, read, transaction));
+                *modelled.lock().unwrap_or_else(|p| p.into_inner()) = Some(limits.clone());
+                limits
+            }
+            (Backend::Dynamodb, Some(store)) => store,
+            _ => embedded,
+        };
+        Arc::new(ObservedStore::new(store, observer))
     });
     let (catalog, _) = floe::deployment::open_wrapped(dir.path(), "demo", None, wraps)
         .await
@@ -217,6 +229,7 @@ async fn measure(
         })
     };
     let ids = Arc::new(AtomicI64::new(1));
+    let before_run = counter.counts();
     let conflicts = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let started = Instant::now();
@@ -244,17 +257,30 @@ async fn measure(
     let elapsed = started.elapsed();
     stop.store(true, Ordering::Relaxed);
     let _ = sequencer.await;
+    let used = counter.counts().since(&before_run);
     check_feed(&catalog, &ctx, 1 + tables as u64 + commits).await?;
+    if let Some(table) = created {
+        // Every run on a table of its own, and none left behind: moto slows as it holds more.
+        table.delete_table().await.map_err(|e| e.to_string())?;
+    }
     let busiest = model
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .as_ref()
         .map(|m| m.busiest())
         .unwrap_or_default();
+    let per = |n: u64| n as f64 / commits.max(1) as f64;
     Ok(Outcome {
         rate: commits as f64 / elapsed.as_secs_f64(),
         conflicts: conflicts.load(Ordering::Relaxed),
         busiest,
+        per_commit: format!(
+            "{:.1} gets, {:.1} queries, {:.1} writes of {:.1} items a commit, the sequencer's included",
+            per(used.gets),
+            per(used.queries),
+            per(used.writes),
+            per(used.items_written)
+        ),
     })
 }
 

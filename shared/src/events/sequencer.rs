@@ -42,11 +42,14 @@ impl Waiting {
     }
 }
 
-/// Numbers the org's waiting events that may go now; how many it numbered.
+/// Numbers the org's waiting events that may go now; how many it numbered. It reads again
+/// only when a batch lost to another sequencer or the read stopped short: events that land
+/// while it writes are the next call's (the stream's next record, the next change, the next
+/// feed read), so a sequencer never chases a busy org's writers.
 pub async fn sequence_org(store: &dyn MetaStore, org: &str) -> Result<u64, StoreError> {
     let mut numbered = 0;
     for _ in 0..MAX_ROUNDS {
-        let waiting = read_waiting(store, org).await?;
+        let (waiting, short) = read_waiting(store, org).await?;
         if waiting.is_empty() {
             break;
         }
@@ -58,7 +61,7 @@ pub async fn sequence_org(store: &dyn MetaStore, org: &str) -> Result<u64, Store
         let counter = outbox::read_counter(store, org).await?;
         let (done, finished) = write_plan(store, org, counter, plan).await?;
         numbered += done;
-        if finished && done == 0 {
+        if finished && !short {
             break;
         }
     }
@@ -74,15 +77,21 @@ pub async fn sequence_all(store: &dyn MetaStore) -> Result<u64, StoreError> {
     Ok(numbered)
 }
 
-/// The org's waiting events, from every shard at once; at most [`MAX_READ`] of each.
-async fn read_waiting(store: &dyn MetaStore, org: &str) -> Result<Vec<Waiting>, StoreError> {
+/// The org's waiting events, from every shard at once, and whether the read stopped short of
+/// some (at most [`MAX_READ`] a shard).
+async fn read_waiting(
+    store: &dyn MetaStore,
+    org: &str,
+) -> Result<(Vec<Waiting>, bool), StoreError> {
     let shards = (0..keys::PENDING_EVENT_SHARDS)
         .map(|shard| read_shard(store, keys::pending_events_partition(org, shard)));
     let mut out = Vec::new();
+    let mut short = false;
     for shard in futures::future::try_join_all(shards).await? {
+        short |= shard.len() >= MAX_READ;
         out.extend(shard);
     }
-    Ok(out)
+    Ok((out, short))
 }
 
 async fn read_shard(store: &dyn MetaStore, partition: String) -> Result<Vec<Waiting>, StoreError> {
@@ -337,7 +346,7 @@ mod tests {
             order,
             [("t-2", 1), ("t-2", 2), ("t-3", 1), ("t-1", 1), ("t-1", 2)]
         );
-        assert!(read_waiting(&store, "acme").await.unwrap().is_empty());
+        assert!(read_waiting(&store, "acme").await.unwrap().0.is_empty());
         let counter = outbox::read_counter(&store, "acme").await.unwrap();
         assert_eq!(counter.last, 5);
         // The org is listed for publishers once it has a counter.
@@ -356,7 +365,7 @@ mod tests {
         let second = change(&store, &[commit("t-1")], 200).await;
         store.write(second).await.unwrap();
         // A read that went past t-1's first event before it landed saw only the second.
-        let mut waiting = read_waiting(&store, "acme").await.unwrap();
+        let (mut waiting, _) = read_waiting(&store, "acme").await.unwrap();
         waiting.retain(|w| w.event.entity_sequence() == 2);
         let plan = order(waiting);
         assert_eq!(
@@ -387,7 +396,7 @@ mod tests {
         store.write(writes).await.unwrap();
         let writes = change(&store, &[commit("t-3")], 300).await;
         store.write(writes).await.unwrap();
-        let mut waiting = read_waiting(&store, "acme").await.unwrap();
+        let (mut waiting, _) = read_waiting(&store, "acme").await.unwrap();
         // The read missed the transaction's t-1 event.
         waiting.retain(|w| w.event.entity != "t-1");
         let plan = order(waiting);

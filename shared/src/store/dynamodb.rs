@@ -253,6 +253,17 @@ impl DynamoStore {
         }
     }
 
+    /// Deletes the table with every item in it: for the bench's tables of one run each.
+    pub async fn delete_table(&self) -> Result<(), StoreError> {
+        self.client
+            .delete_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map(drop)
+            .map_err(read_error)
+    }
+
     /// Lets DynamoDB delete expired items (idempotency keys) by their [`TTL_ATTRIBUTE`].
     async fn enable_time_to_live(&self) -> Result<(), StoreError> {
         let specification = TimeToLiveSpecification::builder()
