@@ -47,9 +47,21 @@ impl Waiting {
 /// while it writes are the next call's (the stream's next record, the next change, the next
 /// feed read), so a sequencer never chases a busy org's writers.
 pub async fn sequence_org(store: &dyn MetaStore, org: &str) -> Result<u64, StoreError> {
+    let every_shard: Vec<String> = (0..keys::PENDING_EVENT_SHARDS)
+        .map(|shard| keys::pending_events_partition(org, shard))
+        .collect();
+    sequence_partitions(store, org, &every_shard).await
+}
+
+/// [`sequence_org`] reading only the waiting events in `partitions`.
+async fn sequence_partitions(
+    store: &dyn MetaStore,
+    org: &str,
+    partitions: &[String],
+) -> Result<u64, StoreError> {
     let mut numbered = 0;
     for _ in 0..MAX_ROUNDS {
-        let (waiting, short) = read_waiting(store, org).await?;
+        let (waiting, short) = read_waiting(store, partitions).await?;
         if waiting.is_empty() {
             break;
         }
@@ -68,23 +80,39 @@ pub async fn sequence_org(store: &dyn MetaStore, org: &str) -> Result<u64, Store
     Ok(numbered)
 }
 
-/// Numbers the waiting events of every org that has some; how many it numbered.
+/// Numbers the waiting events of every org that has some; how many it numbered. It reads only
+/// the shards the sparse index lists waiting events in, so a pass with nothing waiting reads
+/// nothing more. The index may lag (DynamoDB's does): a shard it does not list yet waits for
+/// the next pass, and the checks keep every entity's order meanwhile.
 pub async fn sequence_all(store: &dyn MetaStore) -> Result<u64, StoreError> {
+    let entries = store
+        .query_index(keys::PENDING_EVENT_ORGS, "\u{7f}", 10_000)
+        .await?;
+    let mut shards: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for key in entries {
+        if let Some(org) = keys::org_of_pending_events(&key.pk) {
+            let listed = shards.entry(org.to_owned()).or_default();
+            if !listed.contains(&key.pk) {
+                listed.push(key.pk);
+            }
+        }
+    }
     let mut numbered = 0;
-    for org in outbox::orgs_with_events(store, 10_000).await? {
-        numbered += sequence_org(store, &org).await?;
+    for (org, partitions) in shards {
+        numbered += sequence_partitions(store, &org, &partitions).await?;
     }
     Ok(numbered)
 }
 
-/// The org's waiting events, from every shard at once, and whether the read stopped short of
+/// The waiting events in `partitions`, read at once, and whether the read stopped short of
 /// some (at most [`MAX_READ`] a shard).
 async fn read_waiting(
     store: &dyn MetaStore,
-    org: &str,
+    partitions: &[String],
 ) -> Result<(Vec<Waiting>, bool), StoreError> {
-    let shards = (0..keys::PENDING_EVENT_SHARDS)
-        .map(|shard| read_shard(store, keys::pending_events_partition(org, shard)));
+    let shards = partitions
+        .iter()
+        .map(|partition| read_shard(store, partition.clone()));
     let mut out = Vec::new();
     let mut short = false;
     for shard in futures::future::try_join_all(shards).await? {
@@ -308,6 +336,12 @@ mod tests {
             .collect()
     }
 
+    fn every_shard(org: &str) -> Vec<String> {
+        (0..keys::PENDING_EVENT_SHARDS)
+            .map(|shard| keys::pending_events_partition(org, shard))
+            .collect()
+    }
+
     fn store() -> (tempfile::TempDir, EmbeddedStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = EmbeddedStore::open(dir.path()).unwrap();
@@ -346,7 +380,13 @@ mod tests {
             order,
             [("t-2", 1), ("t-2", 2), ("t-3", 1), ("t-1", 1), ("t-1", 2)]
         );
-        assert!(read_waiting(&store, "acme").await.unwrap().0.is_empty());
+        assert!(
+            read_waiting(&store, &every_shard("acme"))
+                .await
+                .unwrap()
+                .0
+                .is_empty()
+        );
         let counter = outbox::read_counter(&store, "acme").await.unwrap();
         assert_eq!(counter.last, 5);
         // The org is listed for publishers once it has a counter.
@@ -365,7 +405,7 @@ mod tests {
         let second = change(&store, &[commit("t-1")], 200).await;
         store.write(second).await.unwrap();
         // A read that went past t-1's first event before it landed saw only the second.
-        let (mut waiting, _) = read_waiting(&store, "acme").await.unwrap();
+        let (mut waiting, _) = read_waiting(&store, &every_shard("acme")).await.unwrap();
         waiting.retain(|w| w.event.entity_sequence() == 2);
         let plan = order(waiting);
         assert_eq!(
@@ -396,7 +436,7 @@ mod tests {
         store.write(writes).await.unwrap();
         let writes = change(&store, &[commit("t-3")], 300).await;
         store.write(writes).await.unwrap();
-        let (mut waiting, _) = read_waiting(&store, "acme").await.unwrap();
+        let (mut waiting, _) = read_waiting(&store, &every_shard("acme")).await.unwrap();
         // The read missed the transaction's t-1 event.
         waiting.retain(|w| w.event.entity != "t-1");
         let plan = order(waiting);
