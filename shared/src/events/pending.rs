@@ -162,7 +162,7 @@ pub fn entities(drafts: &[Draft]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::{Principal, PrincipalKind};
 
@@ -175,7 +175,8 @@ mod tests {
         }
     }
 
-    fn commit(table: &str) -> Draft {
+    /// A commit's event in org `acme` about table `table` (its uuid too).
+    pub(in crate::events) fn commit(table: &str) -> Draft {
         Draft::new(Kind::TableCommitted, "acme", "sales", "ns-1", &by()).table(table, table)
     }
 

@@ -294,23 +294,9 @@ async fn write_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::pending;
-    use crate::events::{Draft, Kind};
-    use crate::model::{Principal, PrincipalKind};
+    use crate::events::Draft;
+    use crate::events::pending::{self, tests::commit};
     use crate::store::embedded::EmbeddedStore;
-
-    fn by() -> Principal {
-        Principal {
-            id: "client:1".into(),
-            kind: PrincipalKind::ApiClient,
-            name: "etl".into(),
-            email: None,
-        }
-    }
-
-    fn commit(table: &str) -> Draft {
-        Draft::new(Kind::TableCommitted, "acme", "sales", "ns-1", &by()).table(table, table)
-    }
 
     /// Writes one change of `drafts` at `time_ms`, as the change writer does, reading the
     /// entities' counters first.
