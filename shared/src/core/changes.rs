@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use backon::{BackoffBuilder, ExponentialBuilder};
 use tokio::sync::Notify;
 
 use super::idempotency::{KeyClaim, applied_marker};
@@ -14,9 +15,9 @@ use crate::clock::Clock;
 use crate::events::{Draft, outbox, pending};
 use crate::store::{MetaStore, StoreError, Write};
 
-/// How long a change may keep losing an event counter to concurrent changes before it gives
-/// up: a burst of n writers on one counter costs the last of them n tries, so the bound is time
-/// (well inside API Gateway's 29 s), not a count.
+/// How long a change may wait in all while it keeps losing an event counter to concurrent
+/// changes before it gives up: a burst of n writers on one counter costs the last of them n
+/// tries, so the bound is time (well inside API Gateway's 29 s), not a count.
 const SEQUENCE_BUDGET: Duration = Duration::from_secs(10);
 const FIRST_SEQUENCE_WAIT: Duration = Duration::from_millis(2);
 const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
@@ -39,6 +40,34 @@ fn taken_over() -> StoreError {
     // A retry took the key over after this request's lease ran out: it runs the change, so
     // this one must not.
     StoreError::Unavailable("the request's Idempotency-Key was taken over by a retry".into())
+}
+
+/// The waits between a change's tries while its events' bookkeeping keeps losing: doubling
+/// from [`FIRST_SEQUENCE_WAIT`] to [`MAX_SEQUENCE_WAIT`], jittered, [`SEQUENCE_BUDGET`] in all.
+fn sequence_waits() -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::new()
+        .with_min_delay(FIRST_SEQUENCE_WAIT)
+        .with_max_delay(MAX_SEQUENCE_WAIT)
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .with_total_delay(Some(SEQUENCE_BUDGET))
+        .build()
+}
+
+/// How one way of numbering events takes part in a change's write
+/// ([`ChangeWriter::write_with_events`]).
+struct EventAttempt<B, W, R> {
+    /// Whether a failed condition at this index of the event writes is the numbering's own
+    /// (retried), not the caller's.
+    bookkeeping: B,
+    /// The event writes from the numbering's state, at a time and an expiry; and the state
+    /// they leave once landed.
+    writes: W,
+    /// The numbering's state, read again after a lost try.
+    read_again: R,
+    /// The failure once the budget is spent.
+    contended: &'static str,
 }
 
 /// A change's store writes, each labelled with what its condition guards, so that a refusal
@@ -259,60 +288,40 @@ impl ChangeWriter {
         if NUMBER_ON_WRITE.load(Ordering::Relaxed) {
             return self.write_numbered(key, writes, events, answer).await;
         }
-        let marker = key.and_then(|claim| applied_marker(claim, answer));
         let org = events[0].data.org.clone();
+        let entities = pending::entities(&events);
         let mut counters = Vec::new();
-        for entity in pending::entities(&events) {
-            let counter = match self.known_entity_counter(&org, &entity) {
+        for entity in &entities {
+            let counter = match self.known_entity_counter(&org, entity) {
                 Some(counter) => counter,
-                None => pending::read_entity_counter(&*self.store, &org, &entity).await?,
+                None => pending::read_entity_counter(&*self.store, &org, entity).await?,
             };
-            counters.push((entity, counter));
+            counters.push((entity.clone(), counter));
         }
-        let mut wait = FIRST_SEQUENCE_WAIT;
-        let deadline = tokio::time::Instant::now() + SEQUENCE_BUDGET;
-        while tokio::time::Instant::now() < deadline {
-            let now_ms = self.clock.now_ms();
-            let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
-            let (event_writes, landed) =
-                pending::pending_writes(&org, &counters, &events, now_ms, expires_at);
-            let events_from = writes.len();
-            let mut batch = writes.clone();
-            batch.extend(event_writes);
-            let marker_index = batch.len();
-            batch.extend(marker.as_ref().map(|m| m.write.clone()));
-            match self.store.write(batch).await {
-                Ok(()) => {
-                    if let Some(marker) = &marker {
-                        marker.landed();
-                    }
-                    for (entity, counter) in landed {
-                        tracing::debug!(org = %org, entity = %entity, entity_sequence = counter.last, "change recorded");
-                        self.remember_entity_counter(&org, entity, counter);
-                    }
-                    self.events_written.notify_waiters();
-                    return Ok(());
+        let attempt = EventAttempt {
+            // Any of the event writes: a counter's condition, or a waiting item's.
+            bookkeeping: |_| true,
+            writes: |counters: &Vec<(String, pending::EntityCounter)>, now_ms, expires_at| {
+                pending::pending_writes(&org, counters, &events, now_ms, expires_at)
+            },
+            read_again: || async {
+                let mut counters = Vec::with_capacity(entities.len());
+                for entity in &entities {
+                    let counter = pending::read_entity_counter(&*self.store, &org, entity).await?;
+                    counters.push((entity.clone(), counter));
                 }
-                Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {
-                    return Err(taken_over());
-                }
-                // Nothing was written: another change of an entity took its number (its
-                // counter's condition failed), or a transaction touching one of the same items
-                // ran at the same time (which one is not said; trying again finds out).
-                Err(StoreError::ConditionFailed { index, .. }) if index >= events_from => {}
-                Err(StoreError::Conflict(_)) => {}
-                Err(e) => return Err(e),
-            }
-            let jitter = rand::random_range(0..=wait.as_millis() as u64);
-            tokio::time::sleep(wait + Duration::from_millis(jitter)).await;
-            wait = (wait * 2).min(MAX_SEQUENCE_WAIT);
-            for (entity, counter) in &mut counters {
-                *counter = pending::read_entity_counter(&*self.store, &org, entity).await?;
-            }
+                Ok(counters)
+            },
+            contended: "an entity's event counter is contended; nothing was written",
+        };
+        let landed = self
+            .write_with_events(key, answer, writes, counters, attempt)
+            .await?;
+        for (entity, counter) in landed {
+            tracing::debug!(org = %org, entity = %entity, entity_sequence = counter.last, "change recorded");
+            self.remember_entity_counter(&org, entity, counter);
         }
-        Err(StoreError::Conflict(
-            "an entity's event counter is contended; nothing was written".into(),
-        ))
+        Ok(())
     }
 
     /// The write as it was before events waited for the sequencer: numbered on the org's
@@ -325,20 +334,56 @@ impl ChangeWriter {
         events: Vec<Draft>,
         answer: Option<String>,
     ) -> Result<(), StoreError> {
-        let marker = key.and_then(|claim| applied_marker(claim, answer));
         let org = events[0].data.org.clone();
-        let mut wait = FIRST_SEQUENCE_WAIT;
-        let mut counter = match self.known_counter(&org) {
+        let counter = match self.known_counter(&org) {
             Some(counter) => counter,
             None => outbox::read_counter(&*self.store, &org).await?,
         };
-        let deadline = tokio::time::Instant::now() + SEQUENCE_BUDGET;
-        while tokio::time::Instant::now() < deadline {
+        let attempt = EventAttempt {
+            // The org's counter, the first of the event writes.
+            bookkeeping: |index| index == 0,
+            writes: |counter: &outbox::Counter, now_ms, expires_at| {
+                let (writes, _, landed) =
+                    outbox::event_writes(*counter, events.clone(), now_ms, expires_at);
+                (writes, landed)
+            },
+            read_again: || outbox::read_counter(&*self.store, &org),
+            contended: "the org's event sequence is contended; nothing was written",
+        };
+        let landed = self
+            .write_with_events(key, answer, writes, counter, attempt)
+            .await?;
+        self.remember_counter(&org, landed);
+        Ok(())
+    }
+
+    /// Writes the caller's `writes` with the event writes `attempt` builds from `state`, and
+    /// the idempotency key's move to applied; while only the events' bookkeeping lost (or a
+    /// concurrent transaction touched the same items), waits, reads the state again and tries
+    /// once more, within [`SEQUENCE_BUDGET`]. What it returns is what the landed attempt says
+    /// its state became.
+    async fn write_with_events<S, T, F>(
+        &self,
+        key: Option<&KeyClaim>,
+        answer: Option<String>,
+        writes: Vec<Write>,
+        mut state: S,
+        attempt: EventAttempt<
+            impl Fn(usize) -> bool,
+            impl Fn(&S, u64, u64) -> (Vec<Write>, T),
+            impl Fn() -> F,
+        >,
+    ) -> Result<T, StoreError>
+    where
+        F: std::future::Future<Output = Result<S, StoreError>>,
+    {
+        let marker = key.and_then(|claim| applied_marker(claim, answer));
+        let mut waits = sequence_waits();
+        loop {
             let now_ms = self.clock.now_ms();
             let expires_at = (now_ms / 1000).saturating_add(self.event_retention.as_secs());
-            let (event_writes, _, landed) =
-                outbox::event_writes(counter, events.clone(), now_ms, expires_at);
-            let counter_index = writes.len();
+            let (event_writes, landed) = (attempt.writes)(&state, now_ms, expires_at);
+            let events_from = writes.len();
             let mut batch = writes.clone();
             batch.extend(event_writes);
             let marker_index = batch.len();
@@ -348,27 +393,27 @@ impl ChangeWriter {
                     if let Some(marker) = &marker {
                         marker.landed();
                     }
-                    self.remember_counter(&org, landed);
                     self.events_written.notify_waiters();
-                    return Ok(());
+                    return Ok(landed);
                 }
                 Err(StoreError::ConditionFailed { index, .. }) if index == marker_index => {
                     return Err(taken_over());
                 }
-                Err(StoreError::ConditionFailed { index, .. }) if index == counter_index => {}
+                // Nothing was written: another change took the number (a counter's condition
+                // failed), or a transaction touching one of the same items ran at the same
+                // time (which one is not said; trying again finds out).
+                Err(StoreError::ConditionFailed { index, .. })
+                    if index >= events_from && (attempt.bookkeeping)(index - events_from) => {}
                 Err(StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
             }
-            let jitter = rand::random_range(0..=wait.as_millis() as u64);
-            tokio::time::sleep(wait + Duration::from_millis(jitter)).await;
-            wait = (wait * 2).min(MAX_SEQUENCE_WAIT);
-            counter = outbox::read_counter(&*self.store, &org).await?;
+            let Some(wait) = waits.next() else {
+                return Err(StoreError::Conflict(attempt.contended.into()));
+            };
+            tokio::time::sleep(wait).await;
+            state = (attempt.read_again)().await?;
         }
-        Err(StoreError::Conflict(
-            "the org's event sequence is contended; nothing was written".into(),
-        ))
     }
-
     fn known_entity_counter(&self, org: &str, entity: &str) -> Option<pending::EntityCounter> {
         let known = self
             .entity_counters
