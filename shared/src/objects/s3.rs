@@ -252,6 +252,23 @@ impl S3Stores {
         if let Some(store) = self.clients.lock().expect("client cache").get(&cache_key) {
             return Ok(store.clone());
         }
+        // Building a client awaits the SDK's role provider, whose future is kilobytes: boxed,
+        // it is paid for on a miss only, and this future (moved into every caller's, and into
+        // a box per request by `ObjectStores`) stays small.
+        Box::pin(self.build_client(bucket, name, cache_key)).await
+    }
+
+    /// A new client for `bucket`, remembered under `cache_key`.
+    async fn build_client(
+        &self,
+        bucket: &BucketRow,
+        name: &str,
+        cache_key: String,
+    ) -> Result<Arc<S3ObjectStore>, ObjectStoresError> {
+        let invalid = |reason: &str| ObjectStoresError::Invalid {
+            nickname: bucket.nickname.clone(),
+            reason: reason.into(),
+        };
         let mut config = aws_sdk_s3::config::Builder::from(&self.sdk);
         if let Some(endpoint) = bucket_endpoint(bucket, &self.defaults) {
             config = config.endpoint_url(endpoint);
@@ -308,6 +325,29 @@ impl S3Stores {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every table request awaits this future (boxed once more by `ObjectStores`): what it
+    /// needs only on a cache miss must not make every request move kilobytes.
+    #[test]
+    fn a_client_lookup_is_a_small_future() {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let stores = S3Stores::new(sdk, Default::default());
+        let bucket = BucketRow {
+            nickname: "b".into(),
+            platform: crate::model::Platform::S3,
+            root: "s3://b/w".into(),
+            auth: BucketAuth::Server,
+            endpoint: None,
+            region: None,
+            path_style: false,
+            static_keys_to_writers: false,
+        };
+        let lookup = stores.for_bucket(&bucket);
+        let size = std::mem::size_of_val(&lookup);
+        assert!(size <= 1024, "the lookup's future is {size} bytes");
+    }
 
     #[test]
     fn s3_urls_split_into_bucket_and_key() {
