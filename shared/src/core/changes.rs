@@ -414,6 +414,7 @@ impl ChangeWriter {
             state = (attempt.read_again)().await?;
         }
     }
+
     fn known_entity_counter(&self, org: &str, entity: &str) -> Option<pending::EntityCounter> {
         let known = self
             .entity_counters

@@ -242,12 +242,8 @@ impl S3Stores {
         &self,
         bucket: &BucketRow,
     ) -> Result<Arc<S3ObjectStore>, ObjectStoresError> {
-        let invalid = |reason: &str| ObjectStoresError::Invalid {
-            nickname: bucket.nickname.clone(),
-            reason: reason.into(),
-        };
-        let (name, _) =
-            parse_s3_url(&bucket.root).ok_or_else(|| invalid("the root must be an s3:// URL"))?;
+        let (name, _) = parse_s3_url(&bucket.root)
+            .ok_or_else(|| invalid(bucket, "the root must be an s3:// URL"))?;
         let cache_key = serde_json::to_string(bucket).expect("bucket serializes");
         if let Some(store) = self.clients.lock().expect("client cache").get(&cache_key) {
             return Ok(store.clone());
@@ -265,10 +261,6 @@ impl S3Stores {
         name: &str,
         cache_key: String,
     ) -> Result<Arc<S3ObjectStore>, ObjectStoresError> {
-        let invalid = |reason: &str| ObjectStoresError::Invalid {
-            nickname: bucket.nickname.clone(),
-            reason: reason.into(),
-        };
         let mut config = aws_sdk_s3::config::Builder::from(&self.sdk);
         if let Some(endpoint) = bucket_endpoint(bucket, &self.defaults) {
             config = config.endpoint_url(endpoint);
@@ -304,13 +296,16 @@ impl S3Stores {
             }
             BucketAuth::Server => {}
             BucketAuth::ServiceAccount => {
-                return Err(invalid("service_account auth is for GCS buckets"));
+                return Err(invalid(bucket, "service_account auth is for GCS buckets"));
             }
             BucketAuth::Anonymous => {
-                return Err(invalid("anonymous buckets cannot back Iceberg storage"));
+                return Err(invalid(
+                    bucket,
+                    "anonymous buckets cannot back Iceberg storage",
+                ));
             }
             BucketAuth::SealedHmac { .. } => {
-                return Err(invalid("its secret is still sealed"));
+                return Err(invalid(bucket, "its secret is still sealed"));
             }
         }
         let store = Arc::new(S3ObjectStore::new(Client::from_conf(config.build()), name));
@@ -319,6 +314,14 @@ impl S3Stores {
             .expect("client cache")
             .insert(cache_key, store.clone());
         Ok(store)
+    }
+}
+
+/// A bucket configuration this adapter cannot serve, and why.
+fn invalid(bucket: &BucketRow, reason: &str) -> ObjectStoresError {
+    ObjectStoresError::Invalid {
+        nickname: bucket.nickname.clone(),
+        reason: reason.into(),
     }
 }
 
