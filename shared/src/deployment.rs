@@ -26,6 +26,9 @@ use crate::vending::gcs::{GcsVendingError, GcsVendor};
 use crate::vending::sts::StsVendor;
 use crate::vending::{CredentialVendor, PlatformVendor};
 
+mod storage;
+pub use storage::{BucketAdapters, NoBucketStorage, Storage};
+
 #[derive(Debug, thiserror::Error)]
 pub enum DeploymentError {
     #[error(transparent)]
@@ -244,6 +247,14 @@ pub async fn open_catalog(
     open_catalog_wrapped(settings, Wraps::default()).await
 }
 
+/// As `open_catalog`, with the bucket storage a function's routes need (none, for config).
+pub async fn open_catalog_for(
+    settings: &Settings,
+    storage: Storage,
+) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
+    open_catalog_with(settings, Wraps::default(), storage).await
+}
+
 pub use crate::core::Wrap;
 
 /// Wrappers around the adapters a catalog is built with (to count their requests, say).
@@ -281,6 +292,14 @@ pub async fn open_catalog_wrapped(
     settings: &Settings,
     wraps: Wraps,
 ) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
+    open_catalog_with(settings, wraps, Storage::BUCKETS).await
+}
+
+async fn open_catalog_with(
+    settings: &Settings,
+    wraps: Wraps,
+    storage: Storage,
+) -> Result<(Arc<Catalog>, DevBootstrap), DeploymentError> {
     let wrap = wraps.store;
     check_dev_token(settings)?;
     let oidc = oidc_verifier(settings)?;
@@ -307,42 +326,16 @@ pub async fn open_catalog_wrapped(
             generated_token: None,
         }
     };
-    let (s3, s3_vendor): (_, Option<Arc<dyn CredentialVendor>>) = match (&sdk, defaults) {
-        (Some(sdk), Some(defaults)) => (
-            Some(S3Stores::new(sdk.clone(), defaults.clone())),
-            Some(Arc::new(StsVendor::new(
-                aws_sdk_sts::Client::new(sdk),
-                clock.clone(),
-                defaults,
-                settings.vending_role_arn.clone(),
-                settings.credentials_min_remaining_secs * 1000,
-            ))),
-        ),
-        _ => (None, None),
+    let (objects, vendor) = match storage.build {
+        Some(build) => build(BucketParts {
+            settings,
+            sdk: sdk.as_ref(),
+            defaults,
+            clock: clock.clone(),
+        })?,
+        None => NoBucketStorage::adapters(),
     };
-    // GCS is always on: its credentials are looked for only when a GCS bucket is used.
-    let google = Arc::new(GoogleCredentials::new(settings.gcs_credentials.clone()));
-    let gcs = match &settings.gcs_emulator {
-        Some(emulator) => GcsStores::emulator(emulator),
-        None => GcsStores::new(google.clone()),
-    };
-    let gcs_vendor = GcsVendor::new(
-        google,
-        &settings.gcs_token_exchange_endpoint,
-        clock.clone(),
-        settings.gcs_emulator.clone(),
-        settings.credentials_min_remaining_secs * 1000,
-    )?;
-    let objects = PlatformStores {
-        local: LocalObjectStores,
-        s3,
-        gcs: Some(gcs),
-    };
-    let vendor: Arc<dyn CredentialVendor> = Arc::new(PlatformVendor {
-        s3: s3_vendor,
-        gcs: Some(Arc::new(gcs_vendor)),
-    });
-    let mut builder = crate::core::Builder::new(store, Arc::new(objects), vendor)
+    let mut builder = crate::core::Builder::new(store, objects, vendor)
         .clock(clock)
         .wrap_objects(wraps.objects)
         .auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
@@ -360,6 +353,59 @@ pub async fn open_catalog_wrapped(
     }
     let catalog = Catalog::new(builder.build());
     Ok((Arc::new(catalog), boot))
+}
+
+/// What building bucket adapters reads from the deployment.
+pub(crate) struct BucketParts<'a> {
+    settings: &'a Settings,
+    sdk: Option<&'a aws_config::SdkConfig>,
+    defaults: Option<S3Defaults>,
+    clock: Arc<dyn Clock>,
+}
+
+pub(crate) type BuildBuckets = fn(BucketParts<'_>) -> Result<BucketAdapters, DeploymentError>;
+
+/// Local, S3 (with STS vending) and GCS buckets, as the settings configure them.
+fn platform_buckets(parts: BucketParts<'_>) -> Result<BucketAdapters, DeploymentError> {
+    let (s3, s3_vendor): (_, Option<Arc<dyn CredentialVendor>>) = match (parts.sdk, parts.defaults)
+    {
+        (Some(sdk), Some(defaults)) => (
+            Some(S3Stores::new(sdk.clone(), defaults.clone())),
+            Some(Arc::new(StsVendor::new(
+                aws_sdk_sts::Client::new(sdk),
+                parts.clock.clone(),
+                defaults,
+                parts.settings.vending_role_arn.clone(),
+                parts.settings.credentials_min_remaining_secs * 1000,
+            ))),
+        ),
+        _ => (None, None),
+    };
+    // GCS is always on: its credentials are looked for only when a GCS bucket is used.
+    let google = Arc::new(GoogleCredentials::new(
+        parts.settings.gcs_credentials.clone(),
+    ));
+    let gcs = match &parts.settings.gcs_emulator {
+        Some(emulator) => GcsStores::emulator(emulator),
+        None => GcsStores::new(google.clone()),
+    };
+    let gcs_vendor = GcsVendor::new(
+        google,
+        &parts.settings.gcs_token_exchange_endpoint,
+        parts.clock.clone(),
+        parts.settings.gcs_emulator.clone(),
+        parts.settings.credentials_min_remaining_secs * 1000,
+    )?;
+    let objects = PlatformStores {
+        local: LocalObjectStores,
+        s3,
+        gcs: Some(gcs),
+    };
+    let vendor: Arc<dyn CredentialVendor> = Arc::new(PlatformVendor {
+        s3: s3_vendor,
+        gcs: Some(Arc::new(gcs_vendor)),
+    });
+    Ok((Arc::new(objects), vendor))
 }
 
 /// A local catalog (embedded store, local warehouse) in `data_dir`, as the bench and tests use.
@@ -576,5 +622,46 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(admin.kind, PrincipalKind::ApiClient);
+    }
+
+    /// The config function's catalog has no bucket storage: config answers, and what needs a
+    /// bucket fails with a clean 500 that writes nothing, instead of reaching one.
+    #[tokio::test]
+    async fn a_catalog_without_bucket_storage_answers_config_alone() {
+        use http_body_util::BodyExt;
+        use tower::ServiceExt;
+        let dir = tempfile::tempdir().unwrap();
+        let token = "ema_deployment_test_token";
+        let s = settings(dir.path(), &["--dev-token", token]);
+        let (catalog, _) = open_catalog_for(&s, Storage::NONE).await.unwrap();
+        let router = crate::http::full_router(catalog);
+        let call = |method: &str, path: &str, body: &str| {
+            let request = http::Request::builder()
+                .method(method)
+                .uri(format!("/iceberg{path}"))
+                .header("authorization", format!("Bearer {token}"))
+                .body(axum::body::Body::from(body.to_owned()))
+                .unwrap();
+            let router = router.clone();
+            async move {
+                let answer = router.oneshot(request).await.unwrap();
+                let status = answer.status().as_u16();
+                let bytes = answer.into_body().collect().await.unwrap().to_bytes();
+                (status, String::from_utf8_lossy(&bytes).into_owned())
+            }
+        };
+        let org = &s.dev_org;
+        let (status, body) = call("GET", &format!("/v1/config?warehouse={org}"), "").await;
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = call(
+            "POST",
+            &format!("/v1/{org}/namespaces"),
+            r#"{"namespace": ["no_storage"]}"#,
+        )
+        .await;
+        assert_eq!(status, 500, "{body}");
+        assert!(body.contains("is not reachable from this server"), "{body}");
+        let (status, body) = call("GET", &format!("/v1/{org}/namespaces/no_storage"), "").await;
+        assert_eq!(status, 404, "nothing was written: {body}");
     }
 }

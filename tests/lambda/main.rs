@@ -142,7 +142,13 @@ fn router_of(catalog: Arc<Catalog>, function: Function) -> axum::Router {
         .into_iter()
         .find(|g| Function::serving(*g) == function)
     {
-        Some(group) => floe_lambda::fit_lambda_limits(floe::http::router(catalog, &[group])),
+        Some(group) => {
+            let handlers = floe::http::GroupHandlers::of(group);
+            floe_lambda::fit_lambda_limits(floe::http::group_router(
+                as_deployed(catalog, function),
+                handlers,
+            ))
+        }
         None if function == Function::Management => {
             floe_lambda::fit_lambda_limits(floe::http::management_router(catalog))
         }
@@ -151,6 +157,17 @@ fn router_of(catalog: Arc<Catalog>, function: Function) -> axum::Router {
         ),
         None => panic!("{function:?} serves no HTTP routes"),
     }
+}
+
+/// The catalog a function is deployed with, on the same store: the config function has no
+/// bucket storage (`Storage::NONE` in its main), so its events must answer without any.
+fn as_deployed(catalog: Arc<Catalog>, function: Function) -> Arc<Catalog> {
+    if function != Function::serving(Group::Config) {
+        return catalog;
+    }
+    let (objects, vendor) = floe::deployment::NoBucketStorage::adapters();
+    let core = floe::core::Builder::new(catalog.core.store.clone(), objects, vendor).build();
+    Arc::new(Catalog::new(core))
 }
 
 /// The function an event's route key belongs to, and the route's method.

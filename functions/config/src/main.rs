@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    floe_lambda::serve_group(floe::routes::Group::Config).await
+    floe_lambda::serve_group(
+        floe::http::GroupHandlers::CONFIG,
+        floe::deployment::Storage::NONE,
+    )
+    .await
 }

@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    floe_lambda::serve_group(floe::routes::Group::Credentials).await
+    floe_lambda::serve_group(
+        floe::http::GroupHandlers::CREDENTIALS,
+        floe::deployment::Storage::BUCKETS,
+    )
+    .await
 }

@@ -5,19 +5,25 @@
 use std::sync::Arc;
 
 use floe::catalog::Catalog;
-use floe::routes::Group;
+use floe::deployment::Storage;
+use floe::http::GroupHandlers;
 
 /// Logging and the catalog, built once per cold start and reused by every warm invocation.
-pub async fn init() -> Result<Arc<Catalog>, lambda_http::Error> {
-    init_with_settings().await.map(|(catalog, _)| catalog)
+/// `storage` is the bucket storage the function's routes reach: a function that reaches none
+/// links none of the storage clients.
+pub async fn init(storage: Storage) -> Result<Arc<Catalog>, lambda_http::Error> {
+    init_with_settings(storage)
+        .await
+        .map(|(catalog, _)| catalog)
 }
 
 /// As [`init`], also handing back the settings (for what the catalog does not hold).
-pub async fn init_with_settings()
--> Result<(Arc<Catalog>, floe::config::Settings), lambda_http::Error> {
+pub async fn init_with_settings(
+    storage: Storage,
+) -> Result<(Arc<Catalog>, floe::config::Settings), lambda_http::Error> {
     init_logging();
     let settings = floe::config::Settings::from_env()?;
-    let (catalog, _) = floe::deployment::open_catalog(&settings).await?;
+    let (catalog, _) = floe::deployment::open_catalog_for(&settings, storage).await?;
     Ok((catalog, settings))
 }
 
@@ -36,23 +42,30 @@ pub fn init_logging() {
 }
 
 /// Serves one endpoint group through `lambda_http`; routes of other groups answer a spec 404.
-pub async fn serve_group(group: Group) -> Result<(), lambda_http::Error> {
-    let catalog = init().await?;
-    tracing::info!(group = group.name(), "function ready");
-    lambda_http::run(fit_lambda_limits(floe::http::router(catalog, &[group]))).await
+/// Only the named group's handlers are linked into the function.
+pub async fn serve_group(
+    handlers: GroupHandlers,
+    storage: Storage,
+) -> Result<(), lambda_http::Error> {
+    let catalog = init(storage).await?;
+    tracing::info!(group = handlers.group().name(), "function ready");
+    lambda_http::run(fit_lambda_limits(floe::http::group_router(
+        catalog, handlers,
+    )))
+    .await
 }
 
 /// Serves the management API (`/api/v1`) through `lambda_http`; Iceberg routes answer a spec
 /// 404, so it takes only what API Gateway routes to it.
 pub async fn serve_management() -> Result<(), lambda_http::Error> {
-    let catalog = init().await?;
+    let catalog = init(Storage::BUCKETS).await?;
     tracing::info!(function = "management", "function ready");
     lambda_http::run(fit_lambda_limits(floe::http::management_router(catalog))).await
 }
 
 /// Serves the read-only web view (`/ui`) through `lambda_http`; anything else is a 404 page.
 pub async fn serve_ui() -> Result<(), lambda_http::Error> {
-    let (catalog, settings) = init_with_settings().await?;
+    let (catalog, settings) = init_with_settings(Storage::BUCKETS).await?;
     let config = floe::ui::UiConfig::from_settings(&settings)?;
     tracing::info!(function = "ui", "function ready");
     lambda_http::run(fit_lambda_limits(floe::ui::standalone_router(

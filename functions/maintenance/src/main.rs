@@ -4,7 +4,7 @@ use lambda_runtime::{Error, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let catalog = floe_lambda::init().await?;
+    let catalog = floe_lambda::init(floe::deployment::Storage::BUCKETS).await?;
     lambda_runtime::run(service_fn(|event| {
         let catalog = catalog.clone();
         async move { floe_lambda::maintain(&catalog, event).await }

@@ -3,5 +3,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    floe_lambda::serve_group(floe::routes::Group::Signing).await
+    floe_lambda::serve_group(
+        floe::http::GroupHandlers::SIGNING,
+        floe::deployment::Storage::BUCKETS,
+    )
+    .await
 }

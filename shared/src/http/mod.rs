@@ -33,48 +33,133 @@ pub struct AppState {
     pub catalog: Arc<Catalog>,
 }
 
-fn method_router(operation: Operation) -> MethodRouter<AppState> {
-    use handlers::*;
+/// One endpoint group's handlers. Naming one group's (`GroupHandlers::CONFIG`) reaches only
+/// that group's handlers and what they call, so a function built for the config group links
+/// neither the table and commit paths nor remote signing: a runtime choice of group would keep
+/// every handler, and all they call, in every binary.
+#[derive(Clone, Copy)]
+pub struct GroupHandlers {
+    group: Group,
+    methods: fn(Operation) -> Option<MethodRouter<AppState>>,
+}
+
+impl GroupHandlers {
+    pub const CONFIG: Self = Self::new(Group::Config, config_methods);
+    pub const NAMESPACES: Self = Self::new(Group::Namespaces, namespace_methods);
+    pub const TABLES: Self = Self::new(Group::Tables, table_methods);
+    pub const COMMITS: Self = Self::new(Group::Commits, commit_methods);
+    pub const CREDENTIALS: Self = Self::new(Group::Credentials, credential_methods);
+    pub const SIGNING: Self = Self::new(Group::Signing, signing_methods);
+
+    const fn new(group: Group, methods: fn(Operation) -> Option<MethodRouter<AppState>>) -> Self {
+        Self { group, methods }
+    }
+
+    /// The handlers of `group`; this links every group's.
+    pub fn of(group: Group) -> Self {
+        match group {
+            Group::Config => Self::CONFIG,
+            Group::Namespaces => Self::NAMESPACES,
+            Group::Tables => Self::TABLES,
+            Group::Commits => Self::COMMITS,
+            Group::Credentials => Self::CREDENTIALS,
+            Group::Signing => Self::SIGNING,
+        }
+    }
+
+    pub fn group(self) -> Group {
+        self.group
+    }
+
+    /// The method router of one of this group's operations; `None` for another group's.
+    fn methods(self, operation: Operation) -> Option<MethodRouter<AppState>> {
+        (self.methods)(operation)
+    }
+}
+
+fn config_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
     match operation {
-        Operation::GetConfig => get(get_config),
+        Operation::GetConfig => Some(get(handlers::get_config)),
+        _ => None,
+    }
+}
+
+fn namespace_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
+    use handlers::*;
+    Some(match operation {
         Operation::ListNamespaces => get(list_namespaces),
         Operation::CreateNamespace => post(create_namespace),
         Operation::LoadNamespace => get(load_namespace),
         Operation::NamespaceExists => head(namespace_exists),
         Operation::DropNamespace => delete(drop_namespace),
         Operation::UpdateNamespaceProperties => post(update_namespace_properties),
+        _ => return None,
+    })
+}
+
+fn table_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
+    use handlers::*;
+    Some(match operation {
         Operation::ListTables => get(list_tables),
         Operation::CreateTable => post(create_table),
         Operation::LoadTable => get(load_table),
-        Operation::LoadCredentials => get(load_credentials),
-        Operation::SignRequest => post(sign_request),
         Operation::TableExists => head(table_exists),
-        Operation::CommitTable => post(commit_table),
         Operation::DropTable => delete(drop_table),
         Operation::RenameTable => post(rename_table),
         Operation::ReportMetrics => post(report_metrics),
         Operation::ListViews => get(list_views),
         Operation::RegisterTable => post(register_table),
         Operation::UnregisterTable => post(unregister_table),
-        Operation::CommitTransaction => post(commit_transaction),
         Operation::CreateView => post(create_view),
         Operation::LoadView => get(load_view),
         Operation::ViewExists => head(view_exists),
-        Operation::ReplaceView => post(replace_view),
         Operation::DropView => delete(drop_view),
         Operation::RenameView => post(rename_view),
         Operation::RegisterView => post(register_view),
+        Operation::ReplaceView => post(replace_view),
+        _ => return None,
+    })
+}
+
+fn commit_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
+    use handlers::*;
+    Some(match operation {
+        Operation::CommitTable => post(commit_table),
+        Operation::CommitTransaction => post(commit_transaction),
+        _ => return None,
+    })
+}
+
+fn credential_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
+    match operation {
+        Operation::LoadCredentials => Some(get(handlers::load_credentials)),
+        _ => None,
+    }
+}
+
+fn signing_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
+    match operation {
+        Operation::SignRequest => Some(post(handlers::sign_request)),
+        _ => None,
     }
 }
 
 /// A router serving the routes of `groups` under `/iceberg`.
 pub fn router(catalog: Arc<Catalog>, groups: &[Group]) -> Router {
-    router_with(catalog, groups, false)
+    let handlers: Vec<GroupHandlers> = groups.iter().map(|g| GroupHandlers::of(*g)).collect();
+    router_with(catalog, &handlers, false)
+}
+
+/// One endpoint group's routes under `/iceberg`: what that group's function serves, linking
+/// only its handlers.
+pub fn group_router(catalog: Arc<Catalog>, handlers: GroupHandlers) -> Router {
+    router_with(catalog, &[handlers], false)
 }
 
 /// Every Iceberg route and the management API under `/api/v1`: what `floe serve` answers.
 pub fn full_router(catalog: Arc<Catalog>) -> Router {
-    router_with(catalog, &Group::ALL, true)
+    let handlers: Vec<GroupHandlers> = Group::ALL.into_iter().map(GroupHandlers::of).collect();
+    router_with(catalog, &handlers, true)
 }
 
 /// The management API alone: what the management function serves. Iceberg routes answer a
@@ -83,14 +168,21 @@ pub fn management_router(catalog: Arc<Catalog>) -> Router {
     router_with(catalog, &[], true)
 }
 
-/// A router serving the routes of `groups`, and the management API when `management` is set.
-pub fn router_with(catalog: Arc<Catalog>, groups: &[Group], management: bool) -> Router {
+/// A router serving the routes of the groups whose `handlers` it is given, and the
+/// management API when `management` is set.
+fn router_with(catalog: Arc<Catalog>, handlers: &[GroupHandlers], management: bool) -> Router {
     let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
     let state = AppState {
         catalog: catalog.clone(),
     };
-    for route in ROUTES.iter().filter(|r| groups.contains(&r.group)) {
-        let added = idempotency::keyed(method_router(route.operation), &state, route.operation);
+    for route in ROUTES.iter() {
+        let Some(group) = handlers.iter().find(|h| h.group == route.group) else {
+            continue;
+        };
+        let methods = group
+            .methods(route.operation)
+            .expect("every route has a handler in its own group");
+        let added = idempotency::keyed(methods, &state, route.operation);
         let merged = match by_path.remove(route.path) {
             Some(existing) => existing.merge(added),
             None => added,
@@ -154,4 +246,26 @@ pub(crate) async fn log_request(request: Request, next: Next) -> Response {
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     tracing::error!("request handler panicked");
     CatalogError::Internal("Internal server error".into()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_route_has_a_handler_in_its_own_group_alone() {
+        for route in ROUTES.iter() {
+            for group in Group::ALL {
+                let handled = GroupHandlers::of(group).methods(route.operation).is_some();
+                assert_eq!(
+                    handled,
+                    group == route.group,
+                    "{} {} in {}",
+                    route.method,
+                    route.path,
+                    group.name()
+                );
+            }
+        }
+    }
 }
