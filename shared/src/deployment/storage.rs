@@ -1,14 +1,13 @@
 //! Which bucket storage a catalog is built with: a function whose routes never reach a bucket
 //! (config) links none of the S3, STS or GCS clients.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::model::{BucketRow, Platform, Principal};
+use crate::model::{BucketRow, Platform};
 use crate::objects::{ObjectStore, ObjectStores, ObjectStoresError};
-use crate::vending::{AccessLevel, CredentialVendor, VendError, Vended};
+use crate::vending::{CredentialVendor, NoVending};
 
 /// The bucket adapters a catalog reads, writes and vends through.
 pub type BucketAdapters = (Arc<dyn ObjectStores>, Arc<dyn CredentialVendor>);
@@ -29,14 +28,15 @@ impl Storage {
     pub const NONE: Storage = Storage { build: None };
 }
 
-/// Bucket storage for a function that serves no route reaching one.
+/// Object storage for a function that serves no route reaching a bucket.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoBucketStorage;
 
 impl NoBucketStorage {
-    /// As the adapters a catalog is built with.
+    /// As the adapters a catalog is built with: no object store, and the vendor that has
+    /// nothing to vend.
     pub fn adapters() -> BucketAdapters {
-        (Arc::new(NoBucketStorage), Arc::new(NoBucketStorage))
+        (Arc::new(NoBucketStorage), Arc::new(NoVending))
     }
 }
 
@@ -57,25 +57,5 @@ impl ObjectStores for NoBucketStorage {
         bucket: &BucketRow,
     ) -> Result<Arc<dyn ObjectStore>, ObjectStoresError> {
         Err(ObjectStoresError::Unsupported(not_served(bucket)))
-    }
-}
-
-#[async_trait]
-impl CredentialVendor for NoBucketStorage {
-    async fn vend(
-        &self,
-        bucket: &BucketRow,
-        _table_location: &str,
-        _access: AccessLevel,
-        _principal: &Principal,
-    ) -> Result<Vended, VendError> {
-        Err(VendError::Failed(format!(
-            "{} buckets cannot have credentials vended",
-            not_served(bucket)
-        )))
-    }
-
-    fn storage_config(&self, _bucket: &BucketRow) -> BTreeMap<String, String> {
-        BTreeMap::new()
     }
 }
