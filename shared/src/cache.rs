@@ -4,9 +4,20 @@
 //! single load.
 
 use std::hash::Hash;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use moka::future::Cache;
+
+/// A value built the first time it is used. A cache costs its allocations and their page faults
+/// when built, and a function that never reads what one caches (config never loads a table) should
+/// not pay them at its cold start.
+pub type OnFirstUse<T> = LazyLock<T, Box<dyn FnOnce() -> T + Send>>;
+
+/// `build`, deferred to the first use of its value.
+pub fn on_first_use<T>(build: impl FnOnce() -> T + Send + 'static) -> OnFirstUse<T> {
+    LazyLock::new(Box::new(build))
+}
 
 /// Default TTL of remembered tokens, orgs, memberships, namespaces and bucket configurations:
 /// how long a revoked token or a changed grant may still be honoured by another instance.
@@ -14,7 +25,7 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
 pub struct TtlCache<K, V> {
     /// `None` when the TTL is zero: nothing is remembered.
-    inner: Option<Cache<K, V>>,
+    inner: Option<OnFirstUse<Cache<K, V>>>,
 }
 
 impl<K, V> TtlCache<K, V>
@@ -25,11 +36,13 @@ where
     /// A cache keeping up to `capacity` entries for `ttl` each; a zero TTL disables it.
     pub fn new(ttl: Duration, capacity: u64) -> Self {
         let inner = (!ttl.is_zero()).then(|| {
-            Cache::builder()
-                .time_to_live(ttl)
-                .max_capacity(capacity)
-                .support_invalidation_closures()
-                .build()
+            on_first_use(move || {
+                Cache::builder()
+                    .time_to_live(ttl)
+                    .max_capacity(capacity)
+                    .support_invalidation_closures()
+                    .build()
+            })
         });
         Self { inner }
     }

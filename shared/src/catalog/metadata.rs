@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::parity::refs_v1::Refs;
 use super::parity::splice::{self, Layout};
+use crate::cache::{OnFirstUse, on_first_use};
 use crate::encoding::{Encoding, Segment};
 use crate::error::{CatalogError, Result};
 use crate::model::TableRow;
@@ -185,12 +186,12 @@ pub struct TableRef<'a> {
 /// documents that commits build on are kept apart, so tables that are only read cost no parse
 /// and no memory for one.
 pub struct MetadataCache {
-    entries: moka::future::Cache<String, Arc<CachedMetadata>>,
-    parsed: moka::future::Cache<String, Parsed>,
+    entries: OnFirstUse<moka::future::Cache<String, Arc<CachedMetadata>>>,
+    parsed: OnFirstUse<moka::future::Cache<String, Parsed>>,
     /// `snapshots=refs` forms, by the SHA-256 of the verified file they were derived from.
-    referenced: moka::future::Cache<String, Bytes>,
+    referenced: OnFirstUse<moka::future::Cache<String, Bytes>>,
     /// Documents compressed for answers, by what identifies their bytes and the encoding.
-    compressed: moka::future::Cache<(String, Encoding), Arc<Segment>>,
+    compressed: OnFirstUse<moka::future::Cache<(String, Encoding), Arc<Segment>>>,
 }
 
 /// A parsed document and the size of the JSON it came from (what its weight is counted from).
@@ -233,24 +234,34 @@ impl MetadataCache {
     pub fn new(max_bytes: u64) -> Self {
         let weight = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
         Self {
-            entries: moka::future::Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(move |_, entry: &Arc<CachedMetadata>| {
-                    weight(entry.raw.len() + entry.layout.as_ref().map_or(0, Layout::weight))
-                })
-                .build(),
-            parsed: moka::future::Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(move |_, parsed: &Parsed| weight(parsed.json_len * PARSED_WEIGHT_FACTOR))
-                .build(),
-            referenced: moka::future::Cache::builder()
-                .max_capacity(max_bytes / REFERENCED_SHARE)
-                .weigher(move |_, bytes: &Bytes| weight(bytes.len()))
-                .build(),
-            compressed: moka::future::Cache::builder()
-                .max_capacity(max_bytes / COMPRESSED_SHARE)
-                .weigher(move |_, segment: &Arc<Segment>| weight(segment.weight()))
-                .build(),
+            entries: on_first_use(move || {
+                moka::future::Cache::builder()
+                    .max_capacity(max_bytes)
+                    .weigher(move |_, entry: &Arc<CachedMetadata>| {
+                        weight(entry.raw.len() + entry.layout.as_ref().map_or(0, Layout::weight))
+                    })
+                    .build()
+            }),
+            parsed: on_first_use(move || {
+                moka::future::Cache::builder()
+                    .max_capacity(max_bytes)
+                    .weigher(move |_, parsed: &Parsed| {
+                        weight(parsed.json_len * PARSED_WEIGHT_FACTOR)
+                    })
+                    .build()
+            }),
+            referenced: on_first_use(move || {
+                moka::future::Cache::builder()
+                    .max_capacity(max_bytes / REFERENCED_SHARE)
+                    .weigher(move |_, bytes: &Bytes| weight(bytes.len()))
+                    .build()
+            }),
+            compressed: on_first_use(move || {
+                moka::future::Cache::builder()
+                    .max_capacity(max_bytes / COMPRESSED_SHARE)
+                    .weigher(move |_, segment: &Arc<Segment>| weight(segment.weight()))
+                    .build()
+            }),
         }
     }
 

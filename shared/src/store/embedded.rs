@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 
 use super::{Item, Key, MetaStore, StoreError, Token, Write, condition_holds, validate_batch};
 use crate::clock::Clock;
@@ -27,6 +27,18 @@ const REAP_PER_WRITE: usize = 16;
 /// Set in a value's index length when an expiry follows it (values written before expiries
 /// existed never have it: their index lengths are small).
 const EXPIRY_FLAG: u32 = 1 << 31;
+
+/// Whether `db` has every table the store reads and writes.
+fn has_every_table(db: &Database) -> Result<bool, redb::Error> {
+    let names: Vec<String> = db
+        .begin_read()?
+        .list_tables()?
+        .map(|table| table.name().to_owned())
+        .collect();
+    Ok([ITEMS.name(), TOKENS.name(), INDEX.name(), EXPIRING.name()]
+        .iter()
+        .all(|needed| names.iter().any(|name| name == needed)))
+}
 
 /// Why the embedded store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +87,11 @@ impl EmbeddedStore {
             reason: e.to_string(),
         })?;
         let init = || -> Result<(), redb::Error> {
+            // A store that has every table opens without a write: each write transaction is a
+            // disk sync, and every function's cold start opens the store.
+            if has_every_table(&db)? {
+                return Ok(());
+            }
             let txn = db.begin_write()?;
             txn.open_table(ITEMS)?;
             txn.open_table(INDEX)?;
@@ -455,5 +472,29 @@ impl MetaStore for EmbeddedStore {
             txn.commit().map_err(|e| StoreError::Unknown(e.to_string()))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_missing_tables_gets_them_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // A store file with only the items table (as a store might be left before a table
+            // was added).
+            let db = Database::create(dir.path().join("catalog.redb")).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(ITEMS).unwrap();
+            txn.commit().unwrap();
+            assert!(!has_every_table(&db).unwrap());
+        }
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert!(has_every_table(&store.db).unwrap());
+        drop(store);
+        let reopened = EmbeddedStore::open(dir.path()).unwrap();
+        assert!(has_every_table(&reopened.db).unwrap());
     }
 }
