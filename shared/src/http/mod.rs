@@ -196,16 +196,21 @@ fn router_with(catalog: Arc<Catalog>, handlers: &[GroupHandlers], management: bo
     if management {
         router = router.merge(management::routes());
     }
-    router
+    let routes = router
         .fallback(handlers::unknown_route)
         .method_not_allowed_fallback(handlers::method_not_allowed)
-        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
-        .layer(middleware::from_fn(log_request))
+        .with_state(AppState { catalog });
+    // The layers wrap the whole router once, as one service. `Router::layer` boxes each layer
+    // around every route, and a request then clones and allocates every box on its way in.
+    let layered = tower::ServiceBuilder::new()
+        .layer(compression())
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_response,
         ))
-        .layer(compression())
-        .with_state(AppState { catalog })
+        .layer(middleware::from_fn(log_request))
+        .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
+        .service(routes);
+    Router::new().fallback_service(layered)
 }
 
 /// Answers shorter than this go out as they are: compressing them saves less than it costs.
