@@ -14,6 +14,7 @@ use floe::clock::{Clock, ManualClock, SystemClock};
 use floe::events::publish::{NdjsonSink, Publisher, Sink, SinkError, WebhookSink};
 use floe::events::{ChangeEvent, Kind};
 use floe::model::{Principal, PrincipalKind};
+use floe::store::observed::ObservedStore;
 use floe_tests::*;
 use http::Method;
 use serde_json::{Value, json};
@@ -420,11 +421,19 @@ async fn commits_to_different_tables_write_no_item_in_common() {
     let recorded = written.clone();
     let c = TestCatalog::custom(
         Wrap {
+            // The keys of every write batch but its checks.
             store: Box::new(move |inner| {
-                Arc::new(KeyRecordingStore {
+                Arc::new(ObservedStore::batches(
                     inner,
-                    written: recorded,
-                })
+                    Arc::new(move |writes: &[floe::store::Write]| {
+                        let keys = writes
+                            .iter()
+                            .filter(|w| !matches!(w, floe::store::Write::Check { .. }))
+                            .map(|w| w.key().clone())
+                            .collect();
+                        recorded.lock().unwrap().push(keys);
+                    }),
+                ))
             }),
             ..Wrap::default()
         },
@@ -453,48 +462,6 @@ async fn commits_to_different_tables_write_no_item_in_common() {
     // Their events are still numbered in the org's sequence.
     let events = read_all(&c, ADMIN_TOKEN).await;
     assert_eq!(sequences(&events), (1..=5).collect::<Vec<_>>());
-}
-
-/// Records the keys of every write batch.
-struct KeyRecordingStore {
-    inner: Arc<dyn floe::store::MetaStore>,
-    written: Arc<std::sync::Mutex<Vec<Vec<floe::store::Key>>>>,
-}
-
-#[async_trait]
-impl floe::store::MetaStore for KeyRecordingStore {
-    async fn get(
-        &self,
-        key: &floe::store::Key,
-    ) -> Result<Option<floe::store::Item>, floe::store::StoreError> {
-        self.inner.get(key).await
-    }
-    async fn query(
-        &self,
-        pk: &str,
-        sk_prefix: &str,
-        start_after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<floe::store::Item>, floe::store::StoreError> {
-        self.inner.query(pk, sk_prefix, start_after, limit).await
-    }
-    async fn write(&self, writes: Vec<floe::store::Write>) -> Result<(), floe::store::StoreError> {
-        let keys = writes
-            .iter()
-            .filter(|w| !matches!(w, floe::store::Write::Check { .. }))
-            .map(|w| w.key().clone())
-            .collect();
-        self.written.lock().unwrap().push(keys);
-        self.inner.write(writes).await
-    }
-    async fn query_index(
-        &self,
-        index_pk: &str,
-        upto_sk: &str,
-        limit: usize,
-    ) -> Result<Vec<floe::store::Key>, floe::store::StoreError> {
-        self.inner.query_index(index_pk, upto_sk, limit).await
-    }
 }
 
 async fn table_reader(c: &TestCatalog) -> String {

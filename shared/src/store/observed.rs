@@ -12,14 +12,32 @@ use super::{Item, Key, MetaStore, StoreError, StoreUse, Write};
 /// Called once per store request with its uses: one for a read, one per item of a write batch.
 pub type Observer = Arc<dyn Fn(&[StoreUse]) + Send + Sync>;
 
+/// Called with each write batch as it is sent: for observers that need its keys, not only its
+/// uses.
+pub type BatchObserver = Arc<dyn Fn(&[Write]) + Send + Sync>;
+
 pub struct ObservedStore {
     inner: Arc<dyn MetaStore>,
     observer: Observer,
+    batches: Option<BatchObserver>,
 }
 
 impl ObservedStore {
     pub fn new(inner: Arc<dyn MetaStore>, observer: Observer) -> Self {
-        Self { inner, observer }
+        Self {
+            inner,
+            observer,
+            batches: None,
+        }
+    }
+
+    /// Only the write batches observed, each as it is sent.
+    pub fn batches(inner: Arc<dyn MetaStore>, batches: BatchObserver) -> Self {
+        Self {
+            inner,
+            observer: Arc::new(|_| {}),
+            batches: Some(batches),
+        }
     }
 }
 
@@ -44,6 +62,9 @@ impl MetaStore for ObservedStore {
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         let uses: Vec<StoreUse> = writes.iter().map(StoreUse::of_write).collect();
         (self.observer)(&uses);
+        if let Some(batches) = &self.batches {
+            batches(&writes);
+        }
         self.inner.write(writes).await
     }
 
