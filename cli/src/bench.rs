@@ -877,9 +877,28 @@ async fn measure_variants(
 }
 
 /// What the private catalog has used so far: store and object requests, and CPU time.
+#[derive(Default)]
 struct Meter {
     store: Arc<StoreCounter>,
     objects: Arc<ObjectCounter>,
+}
+
+impl Meter {
+    /// Wraps that count every store and object request of a catalog into this meter.
+    fn wraps(&self, clock: Option<Arc<dyn floe::clock::Clock>>) -> floe::deployment::Wraps {
+        let observer = self.store.observer();
+        let objects = self.objects.clone();
+        floe::deployment::Wraps {
+            store: Box::new(move |store| Arc::new(ObservedStore::new(store, observer))),
+            objects: Box::new(move |inner| {
+                Arc::new(ObservedObjects {
+                    inner,
+                    counter: objects,
+                })
+            }),
+            clock,
+        }
+    }
 }
 
 /// One reading of a [`Meter`].
@@ -1092,27 +1111,29 @@ async fn start_private_catalog(
     dir: &std::path::Path,
 ) -> Result<(String, String, Meter, Arc<floe::catalog::Catalog>), String> {
     let token = floe::auth::generate_token();
-    let meter = Meter {
-        store: Arc::default(),
-        objects: Arc::default(),
-    };
-    let observer = meter.store.observer();
-    let objects = meter.objects.clone();
-    let wraps = floe::deployment::Wraps {
-        store: Box::new(move |store| Arc::new(ObservedStore::new(store, observer))),
-        objects: Box::new(move |inner| {
-            Arc::new(ObservedObjects {
-                inner,
-                counter: objects,
-            })
-        }),
-        clock: None,
-    };
-    let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", Some(&token), wraps)
-        .await
-        .map_err(|e| e.to_string())?;
+    let meter = Meter::default();
+    let (catalog, _) = open_demo(dir, Some(&token), meter.wraps(None)).await?;
     let addr = serve_on_loopback(floe::http::full_router(catalog.clone())).await?;
     Ok((format!("http://{addr}/iceberg"), token, meter, catalog))
+}
+
+/// A private catalog in `dir` with its development org `demo`, and that org's admin context:
+/// where the in-process benches start.
+async fn open_demo(
+    dir: &std::path::Path,
+    token: Option<&str>,
+    wraps: floe::deployment::Wraps,
+) -> Result<(Arc<floe::catalog::Catalog>, floe::catalog::OrgContext), String> {
+    let (catalog, _) = floe::deployment::open_wrapped(dir, "demo", token, wraps)
+        .await
+        .map_err(|e| e.to_string())?;
+    let ctx = catalog
+        .core
+        .lookups
+        .org_context(&floe::bootstrap::dev_admin("demo"), "demo")
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((catalog, ctx))
 }
 
 /// Serves `app` on a free 127.0.0.1 port for the rest of the run.

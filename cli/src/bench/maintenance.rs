@@ -21,8 +21,6 @@ use clap::Args;
 use floe::catalog::OrgContext;
 use floe::catalog::tables::MaintainOptions;
 use floe::clock::{Clock, ManualClock, SystemClock};
-use floe::objects::observed::{ObjectCounter, ObservedObjects};
-use floe::store::observed::{ObservedStore, StoreCounter};
 use iceberg::io::FileIO;
 use iceberg::spec::{
     DataContentType, DataFile, DataFileBuilder, DataFileFormat, ManifestFile, ManifestListWriter,
@@ -53,30 +51,10 @@ pub struct MaintenanceBenchArgs {
 pub async fn run(args: MaintenanceBenchArgs) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
-    let store = Arc::new(StoreCounter::default());
-    let objects = Arc::new(ObjectCounter::default());
-    let observer = store.observer();
-    let counted = objects.clone();
-    let wraps = floe::deployment::Wraps {
-        store: Box::new(move |store| Arc::new(ObservedStore::new(store, observer))),
-        objects: Box::new(move |inner| {
-            Arc::new(ObservedObjects {
-                inner,
-                counter: counted,
-            })
-        }),
-        clock: Some(clock.clone()),
-    };
+    let meter = super::Meter::default();
     let token = floe::auth::generate_token();
-    let (catalog, _) = floe::deployment::open_wrapped(dir.path(), "demo", Some(&token), wraps)
-        .await
-        .map_err(|e| e.to_string())?;
-    let ctx = catalog
-        .core
-        .lookups
-        .org_context(&floe::bootstrap::dev_admin("demo"), "demo")
-        .await
-        .map_err(|e| e.to_string())?;
+    let (catalog, ctx) =
+        super::open_demo(dir.path(), Some(&token), meter.wraps(Some(clock.clone()))).await?;
     let mut table = Grower::create(&catalog, &ctx).await?;
     eprintln!("growing the table to {} snapshots...", args.snapshots);
     let first = SystemClock.now_ms();
@@ -94,8 +72,8 @@ pub async fn run(args: MaintenanceBenchArgs) -> Result<(), String> {
             - (span as f64 * (1.0 - args.aged)) as u64,
     );
 
-    let store_before = store.counts();
-    let objects_before = objects.counts();
+    let store_before = meter.store.counts();
+    let objects_before = meter.objects.counts();
     let started = Instant::now();
     let report = catalog
         .tables
@@ -103,8 +81,8 @@ pub async fn run(args: MaintenanceBenchArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     let run_time = started.elapsed();
-    let store_used = store.counts().since(&store_before);
-    let objects_used = objects.counts().since(&objects_before);
+    let store_used = meter.store.counts().since(&store_before);
+    let objects_used = meter.objects.counts().since(&objects_before);
 
     let after = Measured::take(&mut table, &catalog, &ctx, &args).await?;
     let run_seconds = run_time.as_secs_f64();

@@ -182,15 +182,7 @@ async fn measure(
         };
         Arc::new(ObservedStore::new(store, observer))
     });
-    let (catalog, _) = floe::deployment::open_wrapped(dir.path(), "demo", None, wraps)
-        .await
-        .map_err(|e| e.to_string())?;
-    let ctx = catalog
-        .core
-        .lookups
-        .org_context(&floe::bootstrap::dev_admin("demo"), "demo")
-        .await
-        .map_err(|e| e.to_string())?;
+    let (catalog, ctx) = super::open_demo(dir.path(), None, wraps).await?;
     catalog
         .namespaces
         .create_namespace(
