@@ -28,6 +28,22 @@ const REAP_PER_WRITE: usize = 16;
 /// existed never have it: their index lengths are small).
 const EXPIRY_FLAG: u32 = 1 << 31;
 
+/// Creates the tables `db` lacks. A store that has them all opens without a write: each write
+/// transaction is a disk sync, and every function's cold start opens the store.
+fn ensure_tables(db: &Database) -> Result<(), redb::Error> {
+    if has_every_table(db)? {
+        return Ok(());
+    }
+    // The same tables `has_every_table` looks for.
+    let txn = db.begin_write()?;
+    txn.open_table(ITEMS)?;
+    txn.open_table(INDEX)?;
+    txn.open_table(TOKENS)?;
+    txn.open_table(EXPIRING)?;
+    txn.commit()?;
+    Ok(())
+}
+
 /// Whether `db` has every table the store reads and writes.
 fn has_every_table(db: &Database) -> Result<bool, redb::Error> {
     let names: Vec<String> = db
@@ -86,21 +102,7 @@ impl EmbeddedStore {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        let init = || -> Result<(), redb::Error> {
-            // A store that has every table opens without a write: each write transaction is a
-            // disk sync, and every function's cold start opens the store.
-            if has_every_table(&db)? {
-                return Ok(());
-            }
-            let txn = db.begin_write()?;
-            txn.open_table(ITEMS)?;
-            txn.open_table(INDEX)?;
-            txn.open_table(TOKENS)?;
-            txn.open_table(EXPIRING)?;
-            txn.commit()?;
-            Ok(())
-        };
-        init().map_err(|e| OpenError::Database {
+        ensure_tables(&db).map_err(|e| OpenError::Database {
             path,
             reason: e.to_string(),
         })?;
