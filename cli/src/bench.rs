@@ -54,7 +54,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     seconds: u64,
     /// Also run the same load against a minimal HTTP server inside the bench that answers the
-    /// same bytes, and print Floe's throughput as a ratio of it.
+    /// same bytes (the two take turns in half-second slices for `--seconds` each), and print
+    /// Floe's throughput as a ratio of it.
     #[arg(long)]
     floor: bool,
     /// Table sizes (snapshots, built through the API) at which loads and commits are measured.
@@ -675,22 +676,42 @@ async fn measure_throughput(
     args: &BenchArgs,
 ) -> Result<Throughput, String> {
     let url = format!("{}{path}", http.base);
-    let floe = requests_per_second(&url, &http.token, args).await?;
-    let floor = if args.floor {
-        let (_, _, body) = http.call_with(Method::GET, path, None, &[]).await?;
-        let floor_url = start_floor_server(body, path).await?;
-        Some(requests_per_second(&floor_url, &http.token, args).await?)
-    } else {
-        None
-    };
-    Ok(Throughput { floe, floor })
+    let whole = Duration::from_secs(args.seconds);
+    if !args.floor {
+        let floe = requests(&url, &http.token, args.clients, whole).await?;
+        return Ok(Throughput {
+            floe: floe as f64 / whole.as_secs_f64(),
+            floor: None,
+        });
+    }
+    // Floe and the floor take turns in short slices, so that a slower or busier moment of the
+    // machine falls on both alike and the ratio compares like with like.
+    let (_, _, body) = http.call_with(Method::GET, path, None, &[]).await?;
+    let floor_url = start_floor_server(body, path).await?;
+    let slices = (args.seconds * 2).max(1);
+    let slice = whole / u32::try_from(slices).unwrap_or(u32::MAX);
+    let (mut floe, mut floor) = (0, 0);
+    for _ in 0..slices {
+        floe += requests(&url, &http.token, args.clients, slice).await?;
+        floor += requests(&floor_url, &http.token, args.clients, slice).await?;
+    }
+    let seconds = (slice * u32::try_from(slices).unwrap_or(u32::MAX)).as_secs_f64();
+    Ok(Throughput {
+        floe: floe as f64 / seconds,
+        floor: Some(floor as f64 / seconds),
+    })
 }
 
-/// `args.clients` keep-alive clients loading `url` for `args.seconds`.
-async fn requests_per_second(url: &str, token: &str, args: &BenchArgs) -> Result<f64, String> {
-    let deadline = Instant::now() + Duration::from_secs(args.seconds);
-    let mut tasks = Vec::with_capacity(args.clients);
-    for _ in 0..args.clients {
+/// Requests answered to `clients` keep-alive clients loading `url` for `duration`.
+async fn requests(
+    url: &str,
+    token: &str,
+    clients: usize,
+    duration: Duration,
+) -> Result<u64, String> {
+    let deadline = Instant::now() + duration;
+    let mut tasks = Vec::with_capacity(clients);
+    for _ in 0..clients {
         let url = url.to_owned();
         let token = token.to_owned();
         tasks.push(tokio::spawn(async move {
@@ -720,7 +741,7 @@ async fn requests_per_second(url: &str, token: &str, args: &BenchArgs) -> Result
     for task in tasks {
         total += task.await.map_err(|e| e.to_string())??;
     }
-    Ok(total as f64 / args.seconds as f64)
+    Ok(total)
 }
 
 /// The floor: a server that does nothing but answer `body` as JSON on `path`, over the same
