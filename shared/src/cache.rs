@@ -35,11 +35,29 @@ where
 {
     /// A cache keeping up to `capacity` entries for `ttl` each; a zero TTL disables it.
     pub fn new(ttl: Duration, capacity: u64) -> Self {
+        Self::build(ttl, move || Cache::builder().max_capacity(capacity))
+    }
+
+    /// A cache keeping entries for `ttl` each while their weights (`weigh`, in bytes say) add
+    /// up to at most `max_weight`: for values whose sizes differ by orders of magnitude.
+    pub fn weighted(
+        ttl: Duration,
+        max_weight: u64,
+        weigh: impl Fn(&K, &V) -> u32 + Send + Sync + 'static,
+    ) -> Self {
+        Self::build(ttl, move || {
+            Cache::builder().max_capacity(max_weight).weigher(weigh)
+        })
+    }
+
+    fn build(
+        ttl: Duration,
+        builder: impl FnOnce() -> moka::future::CacheBuilder<K, V, Cache<K, V>> + Send + 'static,
+    ) -> Self {
         let inner = (!ttl.is_zero()).then(|| {
             on_first_use(move || {
-                Cache::builder()
+                builder()
                     .time_to_live(ttl)
-                    .max_capacity(capacity)
                     .support_invalidation_closures()
                     .build()
             })

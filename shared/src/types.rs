@@ -104,6 +104,68 @@ pub struct LoadTableResult {
     pub etag: String,
 }
 
+/// A loadTable answer with its envelope serialised once: what the warm loads of an unchanged
+/// table share (see `core::answers`), so that each of them only sends bytes already made.
+#[derive(Debug)]
+pub struct ReadyAnswer {
+    result: LoadTableResult,
+    prefix: bytes::Bytes,
+    suffix: bytes::Bytes,
+    /// The body in one buffer, for answers under [`ReadyAnswer::WHOLE_BELOW`]: sent as one
+    /// frame, where a large document is sent as the three parts it is made of.
+    whole: Option<bytes::Bytes>,
+}
+
+impl ReadyAnswer {
+    /// Answers under this size are also kept whole (their copy costs little memory).
+    pub const WHOLE_BELOW: usize = 64 * 1024;
+
+    pub fn new(result: LoadTableResult) -> Self {
+        let (prefix, suffix) = result.envelope();
+        let size = prefix.len() + result.metadata.len() + suffix.len();
+        let whole = (size < Self::WHOLE_BELOW).then(|| {
+            let mut body = Vec::with_capacity(size);
+            body.extend_from_slice(&prefix);
+            body.extend_from_slice(&result.metadata);
+            body.extend_from_slice(&suffix);
+            bytes::Bytes::from(body)
+        });
+        Self {
+            result,
+            prefix,
+            suffix,
+            whole,
+        }
+    }
+
+    /// The answer's parts (read-only: the envelope was made from them).
+    pub fn result(&self) -> &LoadTableResult {
+        &self.result
+    }
+}
+
+impl TableAnswer for ReadyAnswer {
+    fn envelope(&self) -> (bytes::Bytes, bytes::Bytes) {
+        (self.prefix.clone(), self.suffix.clone())
+    }
+
+    fn metadata(&self) -> &bytes::Bytes {
+        &self.result.metadata
+    }
+
+    fn metadata_id(&self) -> &str {
+        &self.result.metadata_id
+    }
+
+    fn etag(&self) -> &str {
+        &self.result.etag
+    }
+
+    fn whole(&self) -> Option<bytes::Bytes> {
+        self.whole.clone()
+    }
+}
+
 /// The delegation part of the tag of an answer without vended credentials.
 pub const NO_DELEGATION: &str = "none";
 
@@ -143,11 +205,16 @@ pub fn entity_tag(
 /// (and, compressed, from the cache: see [`crate::encoding`]).
 pub trait TableAnswer {
     /// The envelope's JSON before and after the document.
-    fn envelope(&self) -> (Vec<u8>, Vec<u8>);
+    fn envelope(&self) -> (bytes::Bytes, bytes::Bytes);
     fn metadata(&self) -> &bytes::Bytes;
     /// What identifies the document's bytes ([`LoadTableResult::metadata_id`]).
     fn metadata_id(&self) -> &str;
     fn etag(&self) -> &str;
+
+    /// The whole JSON body in one buffer, where one is kept (small answers sent often).
+    fn whole(&self) -> Option<bytes::Bytes> {
+        None
+    }
 
     /// The JSON body. The stored metadata is valid JSON written by the catalog itself, so it is
     /// copied in as it is: an answer never parses or re-serializes a large metadata file.
@@ -173,7 +240,7 @@ fn answer_prefix(metadata_location: &impl Serialize) -> Vec<u8> {
 }
 
 impl TableAnswer for LoadTableResult {
-    fn envelope(&self) -> (Vec<u8>, Vec<u8>) {
+    fn envelope(&self) -> (bytes::Bytes, bytes::Bytes) {
         let prefix = answer_prefix(&self.metadata_location);
         let mut suffix = b",\"config\":".to_vec();
         suffix.extend(serde_json::to_vec(&self.config).expect("map serializes"));
@@ -184,7 +251,7 @@ impl TableAnswer for LoadTableResult {
             );
         }
         suffix.push(b'}');
-        (prefix, suffix)
+        (prefix.into(), suffix.into())
     }
 
     fn metadata(&self) -> &bytes::Bytes {
@@ -247,9 +314,9 @@ impl CommitTableResponse {
 }
 
 impl TableAnswer for CommitTableResponse {
-    fn envelope(&self) -> (Vec<u8>, Vec<u8>) {
+    fn envelope(&self) -> (bytes::Bytes, bytes::Bytes) {
         let prefix = answer_prefix(&self.metadata_location);
-        (prefix, b"}".to_vec())
+        (prefix.into(), bytes::Bytes::from_static(b"}"))
     }
 
     fn metadata(&self) -> &bytes::Bytes {

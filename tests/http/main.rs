@@ -22,6 +22,7 @@ mod oidc;
 mod parity;
 mod persistence;
 mod purge;
+mod ready_answers;
 mod recovery;
 mod register;
 mod signing;

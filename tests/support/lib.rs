@@ -434,6 +434,22 @@ impl TestCatalog {
         }
     }
 
+    /// The router of a second catalog over the same store, storage and vendor, with caches
+    /// of its own: another instance (another Lambda) of the same deployment.
+    pub fn another_instance(&self) -> Router {
+        let core = &self.catalog.core;
+        let mut builder = Builder::new(
+            self.store.clone(),
+            self.objects.clone(),
+            core.vendor.clone(),
+        )
+        .clock(core.clock.clone());
+        if let Some(sealer) = &core.sealer {
+            builder = builder.sealer(sealer.clone());
+        }
+        floe::http::full_router(Arc::new(Catalog::new(builder.build())))
+    }
+
     /// Static keys sealed as the catalog seals them (a bucket configuration's auth).
     pub async fn sealed_hmac(&self, access_key_id: &str, secret: &str) -> BucketAuth {
         let sealer = self.catalog.core.sealer().expect("test catalogs seal");

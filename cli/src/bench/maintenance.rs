@@ -174,9 +174,10 @@ impl Grower {
             .load_table(ctx, "bench", "events", Default::default())
             .await
             .map_err(|e| e.to_string())?;
+        let loaded = loaded.result();
         Ok((
             serde_json::from_slice(&loaded.metadata).map_err(|e| e.to_string())?,
-            loaded.metadata_location.unwrap_or_default(),
+            loaded.metadata_location.clone().unwrap_or_default(),
         ))
     }
 

@@ -324,7 +324,8 @@ async fn current_snapshot(
         .load_table(ctx, "bench", table, Default::default())
         .await
         .map_err(|e| e.to_string())?;
-    let metadata: Value = serde_json::from_slice(&loaded.metadata).map_err(|e| e.to_string())?;
+    let metadata: Value =
+        serde_json::from_slice(&loaded.result().metadata).map_err(|e| e.to_string())?;
     Ok(metadata["current-snapshot-id"]
         .as_i64()
         .filter(|id| *id >= 0))

@@ -120,6 +120,7 @@ impl Catalog {
         self.core.authn.clear();
         self.core.lookups.clear_all();
         self.metadata.clear();
+        self.tables.forget_answers();
     }
 }
 

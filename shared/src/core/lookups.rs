@@ -18,8 +18,8 @@ use crate::model::{
 };
 use crate::objects::{ObjectStore, ObjectStores};
 use crate::secrets::SecretSealer;
-use crate::store::MetaStore;
 use crate::store::rows::{self, MemberRow, ServiceAdminRow, Versioned, keys};
+use crate::store::{Item, MetaStore};
 
 const ENTRIES: u64 = 10_000;
 
@@ -32,9 +32,11 @@ pub struct Lookups {
     /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
     /// namespace live (a namespace with tables cannot be dropped), so a read needs only the
     /// table row; a miss re-reads the namespace.
-    namespaces: TtlCache<(String, String), NamespaceRow>,
-    /// (org, nickname) -> bucket configuration, its secret opened.
-    buckets: TtlCache<(String, String), BucketRow>,
+    namespaces: TtlCache<(String, String), Arc<NamespaceRow>>,
+    /// (org, nickname) -> bucket configuration, its secret opened; shared, so that what was
+    /// built from one can tell whether it is still the one remembered
+    /// ([`Lookups::remembered_bucket`]).
+    buckets: TtlCache<(String, String), Arc<BucketRow>>,
 }
 
 impl Lookups {
@@ -172,7 +174,10 @@ impl Lookups {
         {
             Some(ns) if ns.row.deleted_ms.is_none() => {
                 self.namespaces
-                    .insert((ctx.org.name.clone(), name.to_owned()), ns.row.clone())
+                    .insert(
+                        (ctx.org.name.clone(), name.to_owned()),
+                        Arc::new(ns.row.clone()),
+                    )
                     .await;
                 Ok(ns)
             }
@@ -186,13 +191,24 @@ impl Lookups {
     /// A live namespace as recently seen (within the cache TTL), for operations that go on to
     /// read one of its tables.
     pub async fn recent_namespace(&self, ctx: &OrgContext, name: &str) -> Result<NamespaceRow> {
+        self.recent_namespace_shared(ctx, name)
+            .await
+            .map(Arc::unwrap_or_clone)
+    }
+
+    /// [`Lookups::recent_namespace`], shared with the cache rather than copied.
+    async fn recent_namespace_shared(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+    ) -> Result<Arc<NamespaceRow>> {
         match self
             .namespaces
             .get(&(ctx.org.name.clone(), name.to_owned()))
             .await
         {
             Some(ns) => Ok(ns),
-            None => Ok(self.live_namespace(ctx, name).await?.row),
+            None => Ok(Arc::new(self.live_namespace(ctx, name).await?.row)),
         }
     }
 
@@ -205,6 +221,21 @@ impl Lookups {
         table: &str,
         action: Action,
     ) -> Result<(NamespaceRow, Versioned<TableRow>)> {
+        let (ns, item) = self
+            .authorized_table_item(ctx, namespace, table, action)
+            .await?;
+        Ok((Arc::unwrap_or_clone(ns), rows::versioned(&item)?))
+    }
+
+    /// As [`Lookups::authorized_table`], with the table's row as stored (not yet decoded): what
+    /// an answer made from the same bytes can be reused for.
+    pub async fn authorized_table_item(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+        action: Action,
+    ) -> Result<(Arc<NamespaceRow>, Item)> {
         let authorize = |ns: &NamespaceRow| {
             authorize(
                 &ctx.access,
@@ -215,10 +246,10 @@ impl Lookups {
                 action,
             )
         };
-        let ns = self.recent_namespace(ctx, namespace).await?;
+        let ns = self.recent_namespace_shared(ctx, namespace).await?;
         authorize(&ns)?;
-        if let Some(row) = rows::get::<TableRow>(&*self.store, &keys::table(&ns.id, table)).await? {
-            return Ok((ns, row));
+        if let Some(item) = self.store.get(&keys::table(&ns.id, table)).await? {
+            return Ok((ns, item));
         }
         // The remembered namespace may have been dropped or replaced since.
         let fresh = self.live_namespace(ctx, namespace).await?.row;
@@ -226,8 +257,12 @@ impl Lookups {
             return Err(super::no_such_table(namespace, table));
         }
         authorize(&fresh)?;
-        let row = self.table_row(&fresh, table).await?;
-        Ok((fresh, row))
+        let item = self
+            .store
+            .get(&keys::table(&fresh.id, table))
+            .await?
+            .ok_or_else(|| super::no_such_table(namespace, table))?;
+        Ok((Arc::new(fresh), item))
     }
 
     /// A table's row, read now, or 404.
@@ -282,12 +317,8 @@ impl Lookups {
         ctx: &OrgContext,
         ns: &NamespaceRow,
         table: &TableRow,
-    ) -> Result<BucketRow> {
-        let nickname = table
-            .bucket
-            .as_ref()
-            .or(table.storage_override.as_ref().map(|o| &o.bucket))
-            .unwrap_or(&ns.bucket);
+    ) -> Result<Arc<BucketRow>> {
+        let nickname = table.bucket_nickname(ns);
         let load = async {
             let stored =
                 rows::get::<BucketRow>(&*self.store, &keys::bucket(&ctx.org.name, nickname))
@@ -298,10 +329,18 @@ impl Lookups {
                         ))
                     })?
                     .row;
-            self.opened(stored).await
+            self.opened(stored).await.map(Arc::new)
         };
         self.buckets
-            .get_or_load((ctx.org.name.clone(), nickname.clone()), load)
+            .get_or_load((ctx.org.name.clone(), nickname.to_owned()), load)
+            .await
+    }
+
+    /// The bucket configuration remembered now under `nickname`, without reading it: `None`
+    /// once it changed on this instance or its TTL ran out.
+    pub async fn remembered_bucket(&self, org: &str, nickname: &str) -> Option<Arc<BucketRow>> {
+        self.buckets
+            .get(&(org.to_owned(), nickname.to_owned()))
             .await
     }
 

@@ -102,17 +102,20 @@ pub(super) async fn table_response(
             Err(error) => tracing::warn!(error, "answer not compressed from the cache"),
         }
     }
-    let body = super::parts_body::PartsBody::new([
-        bytes::Bytes::from(prefix),
-        answer.metadata().clone(),
-        bytes::Bytes::from(suffix),
-    ]);
+    let body = match answer.whole() {
+        Some(whole) => axum::body::Body::from(whole),
+        None => axum::body::Body::new(super::parts_body::PartsBody::new([
+            prefix,
+            answer.metadata().clone(),
+            suffix,
+        ])),
+    };
     (
         [
             (http::header::CONTENT_TYPE, "application/json"),
             (http::header::ETAG, answer.etag()),
         ],
-        axum::body::Body::new(body),
+        body,
     )
         .into_response()
 }
@@ -433,15 +436,16 @@ pub async fn load_table(
         .tables
         .load_table(&ctx, &ns, &table, options)
         .await?;
-    if client_has(&headers, &result.etag) {
+    let etag = &result.result().etag;
+    if client_has(&headers, etag) {
         // Unchanged: same metadata, same mode, same credentials; nothing to send.
         return Ok((
             StatusCode::NOT_MODIFIED,
-            [(http::header::ETAG, result.etag)],
+            [(http::header::ETAG, etag.as_str())],
         )
             .into_response());
     }
-    Ok(table_response(&s, &headers, &result).await)
+    Ok(table_response(&s, &headers, &*result).await)
 }
 
 pub async fn table_exists(

@@ -326,7 +326,7 @@ async fn rebuild(
                 .tables
                 .replay_create(ctx, &params.namespace()?, &named(body)?, options)
                 .await?;
-            Ok(table_response(state, &parts.headers, &loaded).await)
+            Ok(table_response(state, &parts.headers, &*loaded).await)
         }
         // Its change records what the replay needs; a key without it did not land.
         Operation::UnregisterTable => Err(CatalogError::Internal(

@@ -122,6 +122,17 @@ pub struct TableRow {
     pub deleting_until_ms: Option<u64>,
 }
 
+impl TableRow {
+    /// The bucket configuration the table's files live on: as the row binds it, or for rows
+    /// written before the binding was recorded, its override's, else its namespace's.
+    pub fn bucket_nickname<'a>(&'a self, namespace: &'a NamespaceRow) -> &'a str {
+        self.bucket
+            .as_ref()
+            .or(self.storage_override.as_ref().map(|o| &o.bucket))
+            .unwrap_or(&namespace.bucket)
+    }
+}
+
 /// A view: its identity, its directory and its current metadata file, as a table row records
 /// them (views have no storage overrides).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -451,13 +451,18 @@ pub async fn get<T: DeserializeOwned>(
     key: &Key,
 ) -> Result<Option<Versioned<T>>, StoreError> {
     match store.get(key).await? {
-        Some(item) => Ok(Some(Versioned {
-            row: decode(&item)?,
-            version: item.version,
-            token: item.token,
-        })),
+        Some(item) => versioned(&item).map(Some),
         None => Ok(None),
     }
+}
+
+/// An item decoded into its row, with the version and token a write can be conditioned on.
+pub fn versioned<T: DeserializeOwned>(item: &Item) -> Result<Versioned<T>, StoreError> {
+    Ok(Versioned {
+        row: decode(item)?,
+        version: item.version,
+        token: item.token,
+    })
 }
 
 /// The version of a row written without a version condition: random, so that a row deleted and

@@ -1,6 +1,7 @@
 //! Table operations: create, register, load, list, commit (one table, or several in a
 //! transaction), drop, unregister, rename, metrics, views.
 
+mod answers;
 mod commit;
 pub mod maintenance;
 pub(crate) mod placement;
@@ -28,6 +29,7 @@ use iceberg::spec::{
     FormatVersion, SortOrder, TableMetadata, TableProperties, UnboundPartitionSpec,
 };
 
+use self::answers::{AnswerForm, AnswerKey, ReadyAnswers};
 use self::placement::Placement;
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::metadata::{Codec, Written, metadata_file_location};
@@ -40,7 +42,7 @@ use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, key
 use crate::store::{Condition, Token, Write};
 use crate::types::{
     CommitTableResponse, CreateTableRequest, ListTablesResponse, LoadCredentialsResponse,
-    LoadTableResult, RenameTableRequest, TableIdentifier,
+    LoadTableResult, ReadyAnswer, RenameTableRequest, TableIdentifier,
 };
 use crate::vending::{AccessLevel, Vended};
 
@@ -96,11 +98,22 @@ pub struct TableService {
     core: Arc<Core>,
     /// Verified metadata files, shared with the web view; never stale (files are immutable).
     metadata: Arc<MetadataCache>,
+    /// Warm loads' answers, made once per table state and form.
+    answers: ReadyAnswers,
 }
 
 impl TableService {
     pub fn new(core: Arc<Core>, metadata: Arc<MetadataCache>) -> Self {
-        Self { core, metadata }
+        Self {
+            core,
+            metadata,
+            answers: ReadyAnswers::new(),
+        }
+    }
+
+    /// Forgets the answers kept for warm loads, as a newly started instance would.
+    pub fn forget_answers(&self) {
+        self.answers.clear();
     }
 
     /// A table answer's document compressed for splicing, once per document and encoding.
@@ -471,7 +484,7 @@ impl TableService {
         namespace: &str,
         table: &str,
         options: TableRequestOptions,
-    ) -> Result<LoadTableResult> {
+    ) -> Result<Arc<ReadyAnswer>> {
         self.load_table(ctx, namespace, table, options).await
     }
 
@@ -485,27 +498,46 @@ impl TableService {
         let loaded = self
             .load_table(ctx, namespace, table, Default::default())
             .await?;
+        let loaded = loaded.result();
         Ok(CommitTableResponse {
-            metadata_location: loaded.metadata_location.unwrap_or_default(),
-            metadata: loaded.metadata,
-            metadata_id: loaded.metadata_id,
-            etag: loaded.etag,
+            metadata_location: loaded.metadata_location.clone().unwrap_or_default(),
+            metadata: loaded.metadata.clone(),
+            metadata_id: loaded.metadata_id.clone(),
+            etag: loaded.etag.clone(),
         })
     }
 
+    /// A table's answer: kept ready from an earlier load while the table, its bucket
+    /// configuration and the form asked for are unchanged (`answers`), else made afresh.
     pub async fn load_table(
         &self,
         ctx: &OrgContext,
         namespace: &str,
         table: &str,
         options: TableRequestOptions,
-    ) -> Result<LoadTableResult> {
-        let (ns, row) = self
+    ) -> Result<Arc<ReadyAnswer>> {
+        let (ns, item) = self
             .core
             .lookups
-            .authorized_table(ctx, namespace, table, Action::Read)
+            .authorized_table_item(ctx, namespace, table, Action::Read)
             .await?;
-        let row = row.row;
+        let key = AnswerKey::new(
+            &ctx.org.name,
+            &ns.name,
+            table,
+            self.answer_form(ctx, &ns, table, options),
+        );
+        if let Some((bucket, answer)) = self.answers.get(&key, &item.body, &ns.bucket).await {
+            let remembered = self
+                .core
+                .lookups
+                .remembered_bucket(&ctx.org.name, &bucket.nickname)
+                .await;
+            if remembered.is_some_and(|current| Arc::ptr_eq(&current, &bucket)) {
+                return Ok(answer);
+            }
+        }
+        let row: TableRow = rows::decode(&item)?;
         let bucket = self.core.lookups.table_bucket(ctx, &ns, &row).await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
         let current = self
@@ -518,19 +550,45 @@ impl TableService {
         } else {
             (current.raw.clone(), current.sha256.clone())
         };
-        self.table_result(
-            ctx,
-            TableAt {
-                ns: &ns,
-                bucket: &bucket,
-                name: &row.name,
-                directory: row.directory(),
-            },
-            Some(row.metadata_location.clone()),
-            (raw, id),
-            options,
-        )
-        .await
+        let (result, delivery) = self
+            .answer_and_delivery(
+                ctx,
+                TableAt {
+                    ns: &ns,
+                    bucket: &bucket,
+                    name: &row.name,
+                    directory: row.directory(),
+                },
+                Some(row.metadata_location.clone()),
+                (raw, id),
+                options,
+            )
+            .await?;
+        let answer = Arc::new(ReadyAnswer::new(result));
+        if !matches!(delivery, Delivery::Vended) {
+            self.answers
+                .keep(key, item.body, &ns.bucket, bucket, answer.clone())
+                .await;
+        }
+        Ok(answer)
+    }
+
+    /// What shapes this caller's answer about `table` beyond the table itself.
+    fn answer_form(
+        &self,
+        ctx: &OrgContext,
+        ns: &NamespaceRow,
+        table: &str,
+        options: TableRequestOptions,
+    ) -> AnswerForm {
+        let delegated = options.vend_credentials || options.remote_signing;
+        AnswerForm {
+            only_referenced_snapshots: options.only_referenced_snapshots,
+            vend_credentials: options.vend_credentials,
+            remote_signing: options.remote_signing,
+            may_write: delegated && self.may_write(ctx, ns, table),
+            public_namespace: delegated && crate::authz::is_public(ns),
+        }
     }
 
     pub async fn table_exists(&self, ctx: &OrgContext, namespace: &str, table: &str) -> Result<()> {
@@ -750,7 +808,22 @@ impl TableService {
         metadata: (Bytes, String),
         options: TableRequestOptions,
     ) -> Result<LoadTableResult> {
-        let (delegation, vended) = match self.delivery(ctx, at.ns, at.bucket, at.name, options)? {
+        self.answer_and_delivery(ctx, at, metadata_location, metadata, options)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// As [`Self::table_result`], with how the answer lets the engine reach the files.
+    async fn answer_and_delivery(
+        &self,
+        ctx: &OrgContext,
+        at: TableAt<'_>,
+        metadata_location: Option<String>,
+        metadata: (Bytes, String),
+        options: TableRequestOptions,
+    ) -> Result<(LoadTableResult, Delivery)> {
+        let delivery = self.delivery(ctx, at.ns, at.bucket, at.name, options)?;
+        let (delegation, vended) = match delivery {
             Delivery::Signed => {
                 let mut config = self.s3_settings(at.bucket);
                 config.extend(crate::signing::client_config(&crate::signing::endpoint(
@@ -797,18 +870,20 @@ impl TableService {
             &vended.config,
             &vended.credentials,
         );
-        Ok(LoadTableResult {
+        let result = LoadTableResult {
             metadata_location,
             metadata: raw_metadata,
             metadata_id,
             config: vended.config,
             storage_credentials: vended.credentials,
             etag,
-        })
+        };
+        Ok((result, delivery))
     }
 }
 
 /// How a table answer lets the engine reach the table's files.
+#[derive(Clone, Copy)]
 enum Delivery {
     /// Nothing asked for: the bucket's endpoint and region only.
     Plain,
