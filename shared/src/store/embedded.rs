@@ -5,10 +5,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use redb::{
+    Database, ReadOnlyTable, ReadableDatabase, ReadableTable, TableDefinition, TableHandle,
+};
 
 use super::{Item, Key, MetaStore, StoreError, Token, Write, condition_holds, validate_batch};
 use crate::clock::Clock;
@@ -75,6 +78,56 @@ pub enum OpenError {
 pub struct EmbeddedStore {
     db: Arc<Database>,
     _lock: Arc<File>,
+    snapshots: Arc<Snapshots>,
+}
+
+/// The tables item reads use, opened in one read transaction.
+struct Snapshot {
+    items: ReadOnlyTable<(&'static str, &'static str), &'static [u8]>,
+    tokens: ReadOnlyTable<(&'static str, &'static str), u128>,
+}
+
+/// The latest read snapshot, shared by reads until a write commits. This process is the
+/// file's only writer (it holds the directory's lock) and every write goes through
+/// [`EmbeddedStore::write`], which counts its commits: a snapshot opened after the last commit
+/// sees everything a fresh read transaction would, and opening the transaction and its tables
+/// was most of a warm read's cost.
+#[derive(Default)]
+struct Snapshots {
+    /// Commits so far.
+    commits: AtomicU64,
+    /// A snapshot and the commit count it was opened at.
+    latest: RwLock<Option<(u64, Arc<Snapshot>)>>,
+}
+
+impl Snapshots {
+    /// A snapshot that sees every write committed before this call.
+    fn current(&self, db: &Database) -> Result<Arc<Snapshot>, StoreError> {
+        let commits = self.commits.load(Ordering::Acquire);
+        if let Some((at, snapshot)) = &*self.latest.read().unwrap_or_else(|p| p.into_inner())
+            && *at == commits
+        {
+            return Ok(snapshot.clone());
+        }
+        let txn = db.begin_read().map_err(unavailable)?;
+        let snapshot = Arc::new(Snapshot {
+            items: txn.open_table(ITEMS).map_err(unavailable)?,
+            tokens: txn.open_table(TOKENS).map_err(unavailable)?,
+        });
+        let mut latest = self.latest.write().unwrap_or_else(|p| p.into_inner());
+        // Kept only if no write committed meanwhile (it would be stale for later reads).
+        if self.commits.load(Ordering::Acquire) == commits {
+            *latest = Some((commits, snapshot.clone()));
+        }
+        Ok(snapshot)
+    }
+
+    /// A write committed (or may have): later reads open a new snapshot, and the old one stops
+    /// pinning the pages the write freed.
+    fn committed(&self) {
+        self.commits.fetch_add(1, Ordering::AcqRel);
+        *self.latest.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
 }
 
 impl EmbeddedStore {
@@ -109,15 +162,8 @@ impl EmbeddedStore {
         Ok(Self {
             db: Arc::new(db),
             _lock: Arc::new(lock),
+            snapshots: Arc::default(),
         })
-    }
-
-    /// Runs a read on the calling thread.
-    fn reading<T>(
-        &self,
-        f: impl FnOnce(&Database) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        f(&self.db)
     }
 
     async fn blocking<T: Send + 'static>(
@@ -311,19 +357,15 @@ impl MetaStore for EmbeddedStore {
         // Inline, not on the blocking pool: a read is a few page lookups in a memory-mapped
         // file, far cheaper than the two thread hand-offs a blocking task costs (the warm
         // loadTable's only store request). Writes, which sync to disk, stay on the pool.
-        let key = key.clone();
-        self.reading(move |db| {
-            let txn = db.begin_read().map_err(unavailable)?;
-            let table = txn.open_table(ITEMS).map_err(unavailable)?;
-            let tokens = txn.open_table(TOKENS).map_err(unavailable)?;
-            let found = table
-                .get((key.pk.as_str(), key.sk.as_str()))
-                .map_err(unavailable)?;
-            match found {
-                Some(raw) => read_item(&tokens, key, raw.value()).map(Some),
-                None => Ok(None),
-            }
-        })
+        let snapshot = self.snapshots.current(&self.db)?;
+        let found = snapshot
+            .items
+            .get((key.pk.as_str(), key.sk.as_str()))
+            .map_err(unavailable)?;
+        match found {
+            Some(raw) => read_item(&snapshot.tokens, key.clone(), raw.value()).map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn query(
@@ -333,33 +375,31 @@ impl MetaStore for EmbeddedStore {
         start_after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Item>, StoreError> {
-        let (pk, sk_prefix) = (pk.to_owned(), sk_prefix.to_owned());
-        let start_after = start_after.map(str::to_owned);
-        self.reading(move |db| {
-            let txn = db.begin_read().map_err(unavailable)?;
-            let table = txn.open_table(ITEMS).map_err(unavailable)?;
-            let tokens = txn.open_table(TOKENS).map_err(unavailable)?;
-            let start = match &start_after {
-                Some(after) if after.as_str() >= sk_prefix.as_str() => after.as_str(),
-                _ => sk_prefix.as_str(),
-            };
-            let mut out = Vec::new();
-            for entry in table.range((pk.as_str(), start)..).map_err(unavailable)? {
-                if out.len() >= limit {
-                    break;
-                }
-                let (k, v) = entry.map_err(unavailable)?;
-                let (item_pk, item_sk) = k.value();
-                if item_pk != pk || !item_sk.starts_with(sk_prefix.as_str()) {
-                    break;
-                }
-                if start_after.as_deref().is_some_and(|after| item_sk <= after) {
-                    continue;
-                }
-                out.push(read_item(&tokens, Key::new(item_pk, item_sk), v.value())?);
+        let snapshot = self.snapshots.current(&self.db)?;
+        let start = match start_after {
+            Some(after) if after >= sk_prefix => after,
+            _ => sk_prefix,
+        };
+        let mut out = Vec::new();
+        for entry in snapshot.items.range((pk, start)..).map_err(unavailable)? {
+            if out.len() >= limit {
+                break;
             }
-            Ok(out)
-        })
+            let (k, v) = entry.map_err(unavailable)?;
+            let (item_pk, item_sk) = k.value();
+            if item_pk != pk || !item_sk.starts_with(sk_prefix) {
+                break;
+            }
+            if start_after.is_some_and(|after| item_sk <= after) {
+                continue;
+            }
+            out.push(read_item(
+                &snapshot.tokens,
+                Key::new(item_pk, item_sk),
+                v.value(),
+            )?);
+        }
+        Ok(out)
     }
 
     async fn query_index(
@@ -391,6 +431,7 @@ impl MetaStore for EmbeddedStore {
 
     async fn write(&self, writes: Vec<Write>) -> Result<(), StoreError> {
         validate_batch(&writes)?;
+        let snapshots = self.snapshots.clone();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(unavailable)?;
             {
@@ -471,7 +512,9 @@ impl MetaStore for EmbeddedStore {
             }
             // redb commits atomically, but a failed commit (an fsync error, say) may still have
             // reached the disk: the caller must treat it as an unknown outcome.
-            txn.commit().map_err(|e| StoreError::Unknown(e.to_string()))
+            let committed = txn.commit().map_err(|e| StoreError::Unknown(e.to_string()));
+            snapshots.committed();
+            committed
         })
         .await
     }
@@ -480,6 +523,7 @@ impl MetaStore for EmbeddedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Condition;
 
     #[test]
     fn a_store_missing_tables_gets_them_when_opened() {
@@ -498,5 +542,79 @@ mod tests {
         drop(store);
         let reopened = EmbeddedStore::open(dir.path()).unwrap();
         assert!(has_every_table(&reopened.db).unwrap());
+    }
+
+    fn put(key: &Key, body: &str, token: Option<Token>) -> Write {
+        Write::Put {
+            item: Item {
+                key: key.clone(),
+                version: 1,
+                token,
+                body: body.as_bytes().to_vec(),
+                index: None,
+                expires_at: None,
+            },
+            condition: Condition::Always,
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_share_a_snapshot_until_a_write_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let key = Key::new("p", "s");
+        store.write(vec![put(&key, "one", None)]).await.unwrap();
+        let opened = store.snapshots.current(&store.db).unwrap();
+        assert!(Arc::ptr_eq(
+            &opened,
+            &store.snapshots.current(&store.db).unwrap()
+        ));
+
+        // A snapshot opened before a write is never handed to a read after it.
+        store
+            .write(vec![put(&key, "two", Some(Token(7)))])
+            .await
+            .unwrap();
+        let read = store.get(&key).await.unwrap().unwrap();
+        assert_eq!(
+            (read.body.as_slice(), read.token),
+            (&b"two"[..], Some(Token(7)))
+        );
+        let listed = store.query("p", "", None, 10).await.unwrap();
+        assert_eq!(listed[0].body, b"two");
+        assert!(!Arc::ptr_eq(
+            &opened,
+            &store.snapshots.current(&store.db).unwrap()
+        ));
+        // The old snapshot still reads what it was opened on.
+        let old = opened.items.get(("p", "s")).unwrap().unwrap();
+        assert!(old.value().ends_with(b"one"));
+
+        // A write whose condition fails commits nothing and keeps the snapshot.
+        let kept = store.snapshots.current(&store.db).unwrap();
+        let refused = Write::Put {
+            item: Item {
+                key: key.clone(),
+                version: 2,
+                token: None,
+                body: b"three".to_vec(),
+                index: None,
+                expires_at: None,
+            },
+            condition: Condition::NotExists,
+        };
+        assert!(store.write(vec![refused]).await.is_err());
+        assert!(Arc::ptr_eq(
+            &kept,
+            &store.snapshots.current(&store.db).unwrap()
+        ));
+        store
+            .write(vec![Write::Delete {
+                key: key.clone(),
+                condition: Condition::Always,
+            }])
+            .await
+            .unwrap();
+        assert_eq!(store.get(&key).await.unwrap(), None);
     }
 }
