@@ -23,12 +23,15 @@ use crate::store::{Item, MetaStore};
 
 const ENTRIES: u64 = 10_000;
 
+/// An org (`None`: there is none by that name) and a principal's access in it.
+type Standing = (Option<Arc<OrgRow>>, Arc<Access>);
+
 pub struct Lookups {
     store: Arc<dyn MetaStore>,
     objects: Arc<dyn ObjectStores>,
     sealer: Option<Arc<dyn SecretSealer>>,
     /// (org, principal id) -> the org row and the principal's access in it.
-    standing: TtlCache<(String, String), (Option<OrgRow>, Access)>,
+    standing: TtlCache<(String, String), Standing>,
     /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
     /// namespace live (a namespace with tables cannot be dropped), so a read needs only the
     /// table row; a miss re-reads the namespace.
@@ -81,12 +84,12 @@ impl Lookups {
         let load = async {
             let org_row = rows::get::<OrgRow>(&*self.store, &keys::org(org))
                 .await?
-                .map(|v| v.row);
+                .map(|v| Arc::new(v.row));
             let access = match &org_row {
                 Some(_) => self.resolve_access(org, principal).await?,
                 None => Access::default(),
             };
-            Ok::<_, CatalogError>((org_row, access))
+            Ok::<_, CatalogError>((org_row, Arc::new(access)))
         };
         let (org_row, access) = self.standing.get_or_load(cache_key, load).await?;
         let org_row = org_row

@@ -421,23 +421,25 @@ pub async fn unregister_table(
     Ok(json_bytes(result.to_json()))
 }
 
+/// The request is taken whole, last, for its headers: a `HeaderMap` argument would copy them.
 pub async fn load_table(
     State(s): State<AppState>,
     Authenticated(p): Authenticated,
     params: Params,
-    headers: HeaderMap,
     q: QueryMap,
+    request: axum::extract::Request,
 ) -> Answer {
+    let headers = request.headers();
     let ctx = in_org(&s, &p, &params).await?;
     let (ns, table) = params.table()?;
-    let options = table_options(&headers, &q)?;
+    let options = table_options(headers, &q)?;
     let result = s
         .catalog
         .tables
         .load_table(&ctx, &ns, &table, options)
         .await?;
     let etag = &result.result().etag;
-    if client_has(&headers, etag) {
+    if client_has(headers, etag) {
         // Unchanged: same metadata, same mode, same credentials; nothing to send.
         return Ok((
             StatusCode::NOT_MODIFIED,
@@ -445,7 +447,7 @@ pub async fn load_table(
         )
             .into_response());
     }
-    Ok(table_response(&s, &headers, &*result).await)
+    Ok(table_response(&s, headers, &*result).await)
 }
 
 pub async fn table_exists(

@@ -9,14 +9,13 @@ pub mod idempotency;
 pub mod lambda_limits;
 pub mod management;
 mod parts_body;
+pub(crate) mod request_log;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::middleware::{self, Next};
+use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, head, post};
 
@@ -207,7 +206,7 @@ fn router_with(catalog: Arc<Catalog>, handlers: &[GroupHandlers], management: bo
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             panic_response,
         ))
-        .layer(middleware::from_fn(log_request))
+        .layer(request_log::RequestLogLayer)
         .layer(DefaultBodyLimit::max(extract::MAX_BODY_BYTES))
         .service(routes);
     Router::new().fallback_service(layered)
@@ -230,22 +229,6 @@ pub(crate) fn compression()
         .compress_when(tower_http::compression::predicate::SizeAbove::new(
             MIN_COMPRESSED_BYTES,
         ))
-}
-
-/// One structured line per request. Only method, path and status: never headers or bodies.
-pub(crate) async fn log_request(request: Request, next: Next) -> Response {
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
-    let started = Instant::now();
-    let response = next.run(request).await;
-    tracing::info!(
-        %method,
-        path,
-        status = response.status().as_u16(),
-        elapsed_us = started.elapsed().as_micros() as u64,
-        "request"
-    );
-    response
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {

@@ -70,7 +70,7 @@ pub fn router(catalog: Arc<Catalog>, config: UiConfig) -> Router {
         .route(&format!("{BASE_PATH}/{{*rest}}"), any(not_found))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(middleware::from_fn(security_headers))
-        .layer(middleware::from_fn(crate::http::log_request))
+        .layer(crate::http::request_log::RequestLogLayer)
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_page))
         .layer(crate::http::compression())
         .with_state(state)

@@ -144,8 +144,8 @@ impl MaintenanceReport {
 fn maintainer_context(org: &crate::model::OrgRow) -> OrgContext {
     OrgContext {
         principal: maintainer(),
-        org: org.clone(),
-        access: crate::authz::Access::with_role(Some(OrgRole::Admin)),
+        org: std::sync::Arc::new(org.clone()),
+        access: std::sync::Arc::new(crate::authz::Access::with_role(Some(OrgRole::Admin))),
         idempotency: None,
     }
 }
