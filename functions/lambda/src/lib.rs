@@ -49,8 +49,8 @@ pub async fn serve_group(
 ) -> Result<(), lambda_http::Error> {
     let catalog = init(storage).await?;
     tracing::info!(group = handlers.group().name(), "function ready");
-    lambda_http::run(fit_lambda_limits(floe::http::group_router(
-        catalog, handlers,
+    until_stopped(lambda_http::run(fit_lambda_limits(
+        floe::http::group_router(catalog, handlers),
     )))
     .await
 }
@@ -60,7 +60,10 @@ pub async fn serve_group(
 pub async fn serve_management() -> Result<(), lambda_http::Error> {
     let catalog = init(Storage::BUCKETS).await?;
     tracing::info!(function = "management", "function ready");
-    lambda_http::run(fit_lambda_limits(floe::http::management_router(catalog))).await
+    until_stopped(lambda_http::run(fit_lambda_limits(
+        floe::http::management_router(catalog),
+    )))
+    .await
 }
 
 /// Serves the read-only web view (`/ui`) through `lambda_http`; anything else is a 404 page.
@@ -68,10 +71,34 @@ pub async fn serve_ui() -> Result<(), lambda_http::Error> {
     let (catalog, settings) = init_with_settings(Storage::BUCKETS).await?;
     let config = floe::ui::UiConfig::from_settings(&settings)?;
     tracing::info!(function = "ui", "function ready");
-    lambda_http::run(fit_lambda_limits(floe::ui::standalone_router(
-        catalog, config,
+    until_stopped(lambda_http::run(fit_lambda_limits(
+        floe::ui::standalone_router(catalog, config),
     )))
     .await
+}
+
+/// Serves until the runtime loop ends or the process is asked to stop (SIGTERM: Lambda shutting
+/// an instance down where an extension is registered, `cargo lambda watch` restarting a
+/// function), so that the catalog is dropped in order: an embedded store closes its file
+/// cleanly, and the next start opens it without a repair. The signal is listened for from this
+/// call on (inside the runtime), not from the first poll.
+pub fn until_stopped<E>(
+    serving: impl Future<Output = Result<(), E>>,
+) -> impl Future<Output = Result<(), E>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        let Some(mut terminate) = terminate else {
+            return serving.await;
+        };
+        tokio::select! {
+            served = serving => served,
+            _ = terminate.recv() => {
+                tracing::info!("stopping on SIGTERM");
+                Ok(())
+            }
+        }
+    }
 }
 
 /// A router as deployed behind API Gateway: answers over what Lambda can return become a spec
@@ -123,4 +150,34 @@ pub async fn maintain(
         "maintenance run finished"
     );
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn sigterm_ends_serving_and_drops_what_it_held() {
+        let held = Arc::new(());
+        let serving = {
+            let held = held.clone();
+            async move {
+                let _held = held;
+                std::future::pending::<Result<(), String>>().await
+            }
+        };
+        // Listening from the call on: the signal cannot come before the handler.
+        let stopping = tokio::spawn(super::until_stopped(serving));
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        assert_eq!(stopping.await.unwrap(), Ok(()));
+        assert_eq!(
+            Arc::strong_count(&held),
+            1,
+            "the serving future was dropped"
+        );
+    }
 }

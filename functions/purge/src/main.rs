@@ -5,9 +5,9 @@ use lambda_runtime::{Error, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let catalog = floe_lambda::init(floe::deployment::Storage::BUCKETS).await?;
-    lambda_runtime::run(service_fn(|event| {
+    floe_lambda::until_stopped(lambda_runtime::run(service_fn(|event| {
         let catalog = catalog.clone();
         async move { floe_lambda::purge(&catalog, event).await }
-    }))
+    })))
     .await
 }

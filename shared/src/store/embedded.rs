@@ -151,10 +151,21 @@ impl EmbeddedStore {
             Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
         }
         let path = dir.join("catalog.redb");
-        let db = Database::create(&path).map_err(|e| OpenError::Database {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let warned = std::sync::atomic::AtomicBool::new(false);
+        let db = Database::builder()
+            .set_repair_callback(move |_| {
+                if !warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "the catalog file was not closed cleanly (its process was killed?): \
+                         repairing it before the first request"
+                    );
+                }
+            })
+            .create(&path)
+            .map_err(|e| OpenError::Database {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
         ensure_tables(&db).map_err(|e| OpenError::Database {
             path,
             reason: e.to_string(),
