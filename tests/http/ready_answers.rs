@@ -6,15 +6,13 @@
 use axum::Router;
 use bytes::Bytes;
 use floe_tests::*;
-use http::{Method, Request};
-use http_body_util::BodyExt;
+use http::Method;
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 const SIGNING: (&str, &str) = ("x-iceberg-access-delegation", "remote-signing");
 
 /// Status, ETag and body of a request to `path` (under `/iceberg`) through `router`.
-async fn exchange(
+async fn send(
     router: &Router,
     method: Method,
     token: &str,
@@ -22,27 +20,12 @@ async fn exchange(
     body: Option<Value>,
     headers: &[(&str, &str)],
 ) -> (u16, String, Bytes) {
-    let mut request = Request::builder()
-        .method(method)
-        .uri(format!("/iceberg{path}"))
-        .header("authorization", format!("Bearer {token}"));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let body = body.map_or_else(axum::body::Body::empty, |b| b.to_string().into());
-    let response = router
-        .clone()
-        .oneshot(request.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let etag = response
-        .headers()
+    let (status, headers, body) = exchange(router, method, token, path, body, headers).await;
+    let etag = headers
         .get("etag")
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, etag, bytes)
+    (status.as_u16(), etag, body)
 }
 
 async fn load(
@@ -51,7 +34,7 @@ async fn load(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (String, Value) {
-    let (status, etag, body) = exchange(router, Method::GET, token, path, None, headers).await;
+    let (status, etag, body) = send(router, Method::GET, token, path, None, headers).await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     (etag, serde_json::from_slice(&body).unwrap())
 }
@@ -79,7 +62,7 @@ async fn changes_through_another_instance_are_answered_at_once() {
     );
 
     // A commit through the other instance: this one's kept answer is of the old row.
-    let (status, _, _) = exchange(
+    let (status, _, _) = send(
         &other,
         Method::POST,
         ADMIN_TOKEN,
@@ -96,9 +79,9 @@ async fn changes_through_another_instance_are_answered_at_once() {
 
     // Dropped and created again under the same name, through the other instance: another
     // table, whose answer is its own.
-    let (status, _, _) = exchange(&other, Method::DELETE, ADMIN_TOKEN, &path, None, &[]).await;
+    let (status, _, _) = send(&other, Method::DELETE, ADMIN_TOKEN, &path, None, &[]).await;
     assert_eq!(status, 204);
-    let (status, _, _) = exchange(
+    let (status, _, _) = send(
         &other,
         Method::POST,
         ADMIN_TOKEN,
@@ -120,7 +103,7 @@ async fn changes_through_another_instance_are_answered_at_once() {
         "source": {"namespace": ["kept"], "name": "t"},
         "destination": {"namespace": ["kept"], "name": "moved"}
     });
-    let (status, _, _) = exchange(
+    let (status, _, _) = send(
         &other,
         Method::POST,
         ADMIN_TOKEN,
@@ -130,7 +113,7 @@ async fn changes_through_another_instance_are_answered_at_once() {
     )
     .await;
     assert_eq!(status, 204);
-    let (status, _, _) = exchange(&c.router, Method::GET, ADMIN_TOKEN, &path, None, &[]).await;
+    let (status, _, _) = send(&c.router, Method::GET, ADMIN_TOKEN, &path, None, &[]).await;
     assert_eq!(status, 404);
 }
 
@@ -165,8 +148,7 @@ async fn each_form_and_caller_gets_its_own_answer() {
         plain_tag
     );
     // Callers who see nothing are refused before any kept answer is looked at.
-    let (status, _, body) =
-        exchange(&c.router, Method::GET, &c.outsider_token, &path, None, &[]).await;
+    let (status, _, body) = send(&c.router, Method::GET, &c.outsider_token, &path, None, &[]).await;
     assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
     assert!(!String::from_utf8_lossy(&body).contains("metadata"));
 }

@@ -663,23 +663,7 @@ impl TestCatalog {
         body: Option<Value>,
         headers: &[(&str, &str)],
     ) -> (StatusCode, http::HeaderMap, Bytes) {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(format!("/iceberg{path}"))
-            .header("authorization", format!("Bearer {token}"));
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        let body = body.map_or_else(axum::body::Body::empty, |b| b.to_string().into());
-        let response = self
-            .router
-            .clone()
-            .oneshot(request.body(body).unwrap())
-            .await
-            .unwrap();
-        let (parts, body) = response.into_parts();
-        let body = body.collect().await.unwrap().to_bytes();
-        (parts.status, parts.headers, body)
+        exchange(&self.router, method, token, path, body, headers).await
     }
 
     pub async fn get(&self, path: &str) -> Answer {
@@ -758,6 +742,34 @@ impl TestCatalog {
 }
 
 /// Path of a namespace's catalog routes, relative to `/iceberg`.
+/// A request to `path` (under `/iceberg`) through `router` (this catalog's, or
+/// [`TestCatalog::another_instance`]), answered as it was sent.
+pub async fn exchange(
+    router: &Router,
+    method: Method,
+    token: &str,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (StatusCode, http::HeaderMap, Bytes) {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(format!("/iceberg{path}"))
+        .header("authorization", format!("Bearer {token}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = body.map_or_else(axum::body::Body::empty, |b| b.to_string().into());
+    let response = router
+        .clone()
+        .oneshot(request.body(body).unwrap())
+        .await
+        .unwrap();
+    let (parts, body) = response.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    (parts.status, parts.headers, body)
+}
+
 pub fn ns_path(ns: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}")
 }
