@@ -741,7 +741,6 @@ impl TestCatalog {
     }
 }
 
-/// Path of a namespace's catalog routes, relative to `/iceberg`.
 /// A request to `path` (under `/iceberg`) through `router` (this catalog's, or
 /// [`TestCatalog::another_instance`]), answered as it was sent.
 pub async fn exchange(
@@ -770,6 +769,7 @@ pub async fn exchange(
     (parts.status, parts.headers, body)
 }
 
+/// Path of a namespace's catalog routes, relative to `/iceberg`.
 pub fn ns_path(ns: &str) -> String {
     format!("/v1/{ORG}/namespaces/{ns}")
 }
