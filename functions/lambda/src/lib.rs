@@ -23,7 +23,9 @@ pub async fn init_with_settings(
 ) -> Result<(Arc<Catalog>, floe::config::Settings), lambda_http::Error> {
     init_logging();
     let settings = floe::config::Settings::from_env()?;
-    let (catalog, _) = floe::deployment::open_catalog_for(&settings, storage).await?;
+    // On the heap: the opening's state machine is large, and nested in the caller's it was
+    // copied through the main thread's stack at every start (13 more stack pages faulted in).
+    let (catalog, _) = Box::pin(floe::deployment::open_catalog_for(&settings, storage)).await?;
     Ok((catalog, settings))
 }
 
@@ -81,11 +83,13 @@ pub async fn serve_ui() -> Result<(), lambda_http::Error> {
 /// an instance down where an extension is registered, `cargo lambda watch` restarting a
 /// function), so that the catalog is dropped in order: an embedded store closes its file
 /// cleanly, and the next start opens it without a repair. The signal is listened for from this
-/// call on (inside the runtime), not from the first poll.
+/// call on (inside the runtime), not from the first poll. The serving future is boxed here,
+/// before the returned one captures it, so that the function's main future stays small.
 pub fn until_stopped<E>(
     serving: impl Future<Output = Result<(), E>>,
 ) -> impl Future<Output = Result<(), E>> {
     use tokio::signal::unix::{SignalKind, signal};
+    let serving = Box::pin(serving);
     let terminate = signal(SignalKind::terminate()).ok();
     async move {
         let Some(mut terminate) = terminate else {
