@@ -148,15 +148,15 @@ async fn compressed_table_answers_inflate_to_the_plain_answers_bytes() {
     let update = json!({"requirements": [], "updates": [
         {"action": "set-properties", "updates": {"more": "compressible text ".repeat(100)}}
     ]});
-    let (status, headers, body) = c
-        .exchange_raw(
-            Method::POST,
-            ADMIN_TOKEN,
-            &path,
-            Some(update),
-            &[("accept-encoding", "gzip")],
-        )
-        .await;
+    let (status, headers, body) = exchange(
+        &c.router,
+        Method::POST,
+        ADMIN_TOKEN,
+        &path,
+        Some(update),
+        &[("accept-encoding", "gzip")],
+    )
+    .await;
     assert_eq!(
         (
             status.as_u16(),

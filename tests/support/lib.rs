@@ -650,20 +650,7 @@ impl TestCatalog {
         path: &str,
         headers: &[(&str, &str)],
     ) -> (StatusCode, http::HeaderMap, Bytes) {
-        self.exchange_raw(Method::GET, token, path, None, headers)
-            .await
-    }
-
-    /// A request to `path` (under `/iceberg`) with extra headers, answered as it was sent.
-    pub async fn exchange_raw(
-        &self,
-        method: Method,
-        token: &str,
-        path: &str,
-        body: Option<Value>,
-        headers: &[(&str, &str)],
-    ) -> (StatusCode, http::HeaderMap, Bytes) {
-        exchange(&self.router, method, token, path, body, headers).await
+        exchange(&self.router, Method::GET, token, path, None, headers).await
     }
 
     pub async fn get(&self, path: &str) -> Answer {
