@@ -8,7 +8,7 @@ use floe::store::MetaStore;
 use floe::store::dynamodb::DynamoStore;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     floe_lambda::init_logging();
     let bus = std::env::var("FLOE_EVENT_BUS").map_err(|_| "FLOE_EVENT_BUS is not set")?;

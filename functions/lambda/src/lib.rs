@@ -1,6 +1,12 @@
 //! What every Floe Lambda function does at cold start: JSON logs (with the invocation's request
 //! id from the runtime's span), one catalog built from settings, then serving exactly its
 //! endpoint group's routes from the shared route table, or the management API.
+//!
+//! Every function's `main` runs tokio's current-thread runtime: an instance serves one
+//! invocation at a time on a fraction of a vCPU (256 MB is about a seventh of one), so worker
+//! threads add nothing but their start. Starting two of them, and their searches for work, cost
+//! floe-config's cold start 1.3 ms of its 4.4 ms of CPU. Blocking work (the embedded store's
+//! reads, hashing a metadata file) still goes to tokio's blocking pool.
 
 use std::sync::Arc;
 

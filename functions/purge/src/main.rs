@@ -2,7 +2,7 @@
 
 use lambda_runtime::{Error, service_fn};
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     let catalog = floe_lambda::init(floe::deployment::Storage::BUCKETS).await?;
     floe_lambda::until_stopped(lambda_runtime::run(service_fn(|event| {
