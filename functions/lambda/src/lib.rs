@@ -13,6 +13,9 @@ use std::sync::Arc;
 use floe::catalog::Catalog;
 use floe::deployment::Storage;
 use floe::http::GroupHandlers;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Logging and the catalog, built once per cold start and reused by every warm invocation.
 /// `storage` is the bucket storage the function's routes reach: a function that reaches none
@@ -36,17 +39,37 @@ pub async fn init_with_settings(
 }
 
 /// JSON logs to stdout (CloudWatch), with the invocation's request id from the runtime's span.
+///
+/// `FLOE_LOG` is a list of targets and levels (`warn,floe=debug`), read by tracing's static
+/// `Targets` filter rather than `EnvFilter`: a function never needs span or field filters, and
+/// `EnvFilter` links a regex engine and its Unicode tables into every function (0.3 MB of code in
+/// floe-config) and matches spans at run time. A value that does not parse keeps the default
+/// `info`, and says so once logging is up.
 pub fn init_logging() {
+    let (filter, refused) = log_filter(std::env::var("FLOE_LOG").ok().as_deref());
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FLOE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
         .with_current_span(true)
         .with_span_list(false)
         .without_time()
+        .finish()
+        .with(filter)
         .init();
+    if let Some(reason) = refused {
+        tracing::warn!(%reason, "FLOE_LOG is not a list of targets and levels; logging at info");
+    }
+}
+
+/// The filter `FLOE_LOG` names, or `info` (with why the value was refused).
+fn log_filter(value: Option<&str>) -> (Targets, Option<String>) {
+    let default = Targets::new().with_default(LevelFilter::INFO);
+    match value.map(str::trim) {
+        None | Some("") => (default, None),
+        Some(value) => match value.parse::<Targets>() {
+            Ok(filter) => (filter, None),
+            Err(error) => (default, Some(error.to_string())),
+        },
+    }
 }
 
 /// Serves one endpoint group through `lambda_http`; routes of other groups answer a spec 404.
@@ -165,6 +188,32 @@ pub async fn maintain(
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use tracing::Level;
+
+    #[test]
+    fn floe_log_names_targets_and_levels() {
+        let (filter, refused) = super::log_filter(Some("warn,floe=debug"));
+        assert_eq!(refused, None);
+        assert!(filter.would_enable("floe::auth", &Level::DEBUG));
+        assert!(!filter.would_enable("floe::auth", &Level::TRACE));
+        assert!(filter.would_enable("aws_smithy_runtime", &Level::WARN));
+        assert!(!filter.would_enable("aws_smithy_runtime", &Level::INFO));
+    }
+
+    #[test]
+    fn floe_log_unset_or_unreadable_logs_at_info() {
+        for value in [None, Some(""), Some("  ")] {
+            let (filter, refused) = super::log_filter(value);
+            assert_eq!(refused, None, "{value:?}");
+            assert!(filter.would_enable("floe", &Level::INFO));
+            assert!(!filter.would_enable("floe", &Level::DEBUG));
+        }
+        let (filter, refused) = super::log_filter(Some("floe=loud"));
+        assert!(refused.is_some(), "an unknown level is refused");
+        assert!(filter.would_enable("lambda_runtime", &Level::INFO));
+        assert!(!filter.would_enable("lambda_runtime", &Level::DEBUG));
+    }
 
     #[tokio::test]
     async fn sigterm_ends_serving_and_drops_what_it_held() {
