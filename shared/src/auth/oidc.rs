@@ -6,16 +6,16 @@
 //! would be the public key. Refused tokens are 401s with one fixed message; the reason goes to
 //! the debug log, and neither ever contains the token.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
-use moka::Expiry;
 use serde::Deserialize;
 
 use super::jwks::{Jwks, JwksError, JwksSource, KeyLookup};
+use crate::cache::Cache;
 use crate::error::CatalogError;
 use crate::model::{Principal, PrincipalKind};
 
@@ -155,27 +155,6 @@ struct Claims {
     email_verified: Option<serde_json::Value>,
 }
 
-/// A remembered principal and how long it may be remembered.
-#[derive(Clone)]
-struct Remembered {
-    principal: Principal,
-    lifetime: Duration,
-}
-
-/// Remembered principals expire with the cache TTL or their token, whichever comes first.
-struct UntilTokenExpires;
-
-impl Expiry<String, Remembered> for UntilTokenExpires {
-    fn expire_after_create(
-        &self,
-        _key: &String,
-        value: &Remembered,
-        _created_at: Instant,
-    ) -> Option<Duration> {
-        Some(value.lifetime)
-    }
-}
-
 /// Verifies bearer JWTs of one issuer and remembers the principals of valid ones.
 pub struct OidcVerifier {
     issuer: String,
@@ -183,8 +162,9 @@ pub struct OidcVerifier {
     jwks: Jwks,
     leeway: Duration,
     cache_ttl: Duration,
-    /// SHA-256 of a token -> its principal.
-    cache: moka::future::Cache<String, Remembered>,
+    /// SHA-256 of a token -> its principal, until the cache TTL or the token's `exp`,
+    /// whichever comes first.
+    cache: Cache<String, Principal>,
 }
 
 impl OidcVerifier {
@@ -197,10 +177,7 @@ impl OidcVerifier {
             audience: config.audience,
             leeway: DEFAULT_LEEWAY,
             cache_ttl: crate::cache::DEFAULT_TTL,
-            cache: moka::future::Cache::builder()
-                .max_capacity(CACHE_ENTRIES)
-                .expire_after(UntilTokenExpires)
-                .build(),
+            cache: Cache::bounded(CACHE_ENTRIES),
         })
     }
 
@@ -271,17 +248,14 @@ impl OidcVerifier {
     /// whichever comes first. Refused tokens are 401; unreadable keys are 500.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, CatalogError> {
         let hash = super::hash_token(token);
-        if let Some(hit) = self.cache.get(&hash).await {
-            return Ok(hit.principal);
+        if let Some(principal) = self.cache.get(&hash) {
+            return Ok(principal);
         }
         let verified = self.verified(token).await?;
         let lifetime = cache_lifetime(self.cache_ttl, verified.expires_at, since_epoch());
         if !lifetime.is_zero() {
-            let remembered = Remembered {
-                principal: verified.principal.clone(),
-                lifetime,
-            };
-            self.cache.insert(hash, remembered).await;
+            self.cache
+                .insert_for(hash, verified.principal.clone(), lifetime);
         }
         Ok(verified.principal)
     }
@@ -741,7 +715,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_remembered_token_stops_working_when_it_expires() {
         let f = fixture();
         // Keys are read again on every lookup, so replacing them takes effect at once.
@@ -763,8 +737,9 @@ mod tests {
         );
         // ...but the remembered principal still answers,
         assert!(verifier.authenticate(&token).await.is_ok());
-        // until the token's exp, long before the hour-long cache TTL.
-        tokio::time::sleep(Duration::from_millis(2100)).await;
+        // until the token's exp, long before the hour-long cache TTL (the cache's clock is
+        // tokio's, moved here; the JWT's own `exp` is checked against the system's).
+        tokio::time::advance(Duration::from_millis(2100)).await;
         assert!(matches!(
             verifier.authenticate(&token).await,
             Err(CatalogError::Unauthenticated(_))

@@ -225,10 +225,7 @@ impl BucketService {
                 condition: Condition::Exists,
             }]))
             .await?;
-        self.core
-            .lookups
-            .bucket_changed(&ctx.org.name, nickname)
-            .await;
+        self.core.lookups.bucket_changed(&ctx.org.name, nickname);
         tracing::info!(audit = "bucket", org = %ctx.org.name, by = %ctx.principal.id, nickname, "bucket configuration removed");
         Ok(())
     }

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::parity::refs_v1::Refs;
 use super::parity::splice::{self, Layout};
-use crate::cache::{OnFirstUse, on_first_use};
+use crate::cache::Cache;
 use crate::encoding::{Encoding, Segment};
 use crate::error::{CatalogError, Result};
 use crate::model::TableRow;
@@ -186,12 +186,12 @@ pub struct TableRef<'a> {
 /// documents that commits build on are kept apart, so tables that are only read cost no parse
 /// and no memory for one.
 pub struct MetadataCache {
-    entries: OnFirstUse<moka::future::Cache<String, Arc<CachedMetadata>>>,
-    parsed: OnFirstUse<moka::future::Cache<String, Parsed>>,
+    entries: Cache<String, Arc<CachedMetadata>>,
+    parsed: Cache<String, Parsed>,
     /// `snapshots=refs` forms, by the SHA-256 of the verified file they were derived from.
-    referenced: OnFirstUse<moka::future::Cache<String, Bytes>>,
+    referenced: Cache<String, Bytes>,
     /// Documents compressed for answers, by what identifies their bytes and the encoding.
-    compressed: OnFirstUse<moka::future::Cache<(String, Encoding), Arc<Segment>>>,
+    compressed: Cache<(String, Encoding), Arc<Segment>>,
 }
 
 /// A parsed document and the size of the JSON it came from (what its weight is counted from).
@@ -232,36 +232,21 @@ const PARSED_WEIGHT_FACTOR: usize = 3;
 impl MetadataCache {
     /// At most `max_bytes` of stored documents, and as much again for parsed ones.
     pub fn new(max_bytes: u64) -> Self {
-        let weight = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
+        let weight = |len: usize| u64::try_from(len).unwrap_or(u64::MAX);
         Self {
-            entries: on_first_use(move || {
-                moka::future::Cache::builder()
-                    .max_capacity(max_bytes)
-                    .weigher(move |_, entry: &Arc<CachedMetadata>| {
-                        weight(entry.raw.len() + entry.layout.as_ref().map_or(0, Layout::weight))
-                    })
-                    .build()
+            entries: Cache::weighted(max_bytes, move |_, entry: &Arc<CachedMetadata>| {
+                weight(entry.raw.len() + entry.layout.as_ref().map_or(0, Layout::weight))
             }),
-            parsed: on_first_use(move || {
-                moka::future::Cache::builder()
-                    .max_capacity(max_bytes)
-                    .weigher(move |_, parsed: &Parsed| {
-                        weight(parsed.json_len * PARSED_WEIGHT_FACTOR)
-                    })
-                    .build()
+            parsed: Cache::weighted(max_bytes, move |_, parsed: &Parsed| {
+                weight(parsed.json_len * PARSED_WEIGHT_FACTOR)
             }),
-            referenced: on_first_use(move || {
-                moka::future::Cache::builder()
-                    .max_capacity(max_bytes / REFERENCED_SHARE)
-                    .weigher(move |_, bytes: &Bytes| weight(bytes.len()))
-                    .build()
+            referenced: Cache::weighted(max_bytes / REFERENCED_SHARE, move |_, bytes: &Bytes| {
+                weight(bytes.len())
             }),
-            compressed: on_first_use(move || {
-                moka::future::Cache::builder()
-                    .max_capacity(max_bytes / COMPRESSED_SHARE)
-                    .weigher(move |_, segment: &Arc<Segment>| weight(segment.weight()))
-                    .build()
-            }),
+            compressed: Cache::weighted(
+                max_bytes / COMPRESSED_SHARE,
+                move |_, segment: &Arc<Segment>| weight(segment.weight()),
+            ),
         }
     }
 
@@ -280,16 +265,15 @@ impl MetadataCache {
                 .map_err(|e| CatalogError::Internal(format!("Cannot compress the answer: {e}")))
         };
         self.compressed
-            .try_get_with((id.to_owned(), encoding), compress)
+            .get_or_load(&(id.to_owned(), encoding), compress)
             .await
-            .map_err(|shared| (*shared).clone())
     }
 
     pub fn clear(&self) {
-        self.entries.invalidate_all();
-        self.parsed.invalidate_all();
-        self.referenced.invalidate_all();
-        self.compressed.invalidate_all();
+        self.entries.clear();
+        self.parsed.clear();
+        self.referenced.clear();
+        self.compressed.clear();
     }
 
     /// The verified file with only the snapshots that a branch or tag references
@@ -299,9 +283,8 @@ impl MetadataCache {
     pub async fn referenced_only(&self, file: &CachedMetadata) -> Result<Bytes> {
         let derive = async { referenced_snapshots_only(&file.raw) };
         self.referenced
-            .try_get_with_by_ref(&file.sha256, derive)
+            .get_or_load(file.sha256.as_str(), derive)
             .await
-            .map_err(|shared| (*shared).clone())
     }
 
     /// The table's current metadata file, verified against its row, and the document parsed:
@@ -320,9 +303,8 @@ impl MetadataCache {
         };
         let parsed = self
             .parsed
-            .try_get_with_by_ref(&table.row.metadata_location, parse)
-            .await
-            .map_err(|shared| (*shared).clone())?;
+            .get_or_load(table.row.metadata_location.as_str(), parse)
+            .await?;
         Ok((current, parsed.metadata))
     }
 
@@ -336,11 +318,10 @@ impl MetadataCache {
         let location = &table.row.metadata_location;
         let entry = self
             .entries
-            .try_get_with_by_ref(location, read(objects, location))
-            .await
-            .map_err(|shared| (*shared).clone())?;
+            .get_or_load(location.as_str(), read(objects, location))
+            .await?;
         if let Err(mismatch) = verify(&entry, table.row) {
-            self.entries.invalidate(location).await;
+            self.entries.remove(location.as_str());
             tracing::error!(
                 org = table.org,
                 namespace = table.namespace,
@@ -400,10 +381,8 @@ impl MetadataCache {
             json_len: entry.raw.len(),
             metadata: metadata.clone(),
         };
-        self.entries
-            .insert(location.to_owned(), entry.clone())
-            .await;
-        self.parsed.insert(location.to_owned(), parsed).await;
+        self.entries.insert(location.to_owned(), entry.clone());
+        self.parsed.insert(location.to_owned(), parsed);
         Ok(Written {
             file: entry,
             metadata,

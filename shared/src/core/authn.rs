@@ -44,10 +44,7 @@ impl Authenticator {
     /// the hash).
     pub async fn by_hash(&self, hash: &str) -> Result<Principal> {
         self.tokens
-            .get_or_load(
-                hash.to_owned(),
-                crate::auth::authenticate_hash(&*self.store, hash),
-            )
+            .get_or_load(hash, crate::auth::authenticate_hash(&*self.store, hash))
             .await
     }
 

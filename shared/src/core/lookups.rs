@@ -91,7 +91,7 @@ impl Lookups {
             };
             Ok::<_, CatalogError>((org_row, Arc::new(access)))
         };
-        let (org_row, access) = self.standing.get_or_load(cache_key, load).await?;
+        let (org_row, access) = self.standing.get_or_load(&cache_key, load).await?;
         let org_row = org_row
             .ok_or_else(|| CatalogError::NotFound(format!("Warehouse does not exist: {org}")))?;
         if !access.sees_catalog() {
@@ -176,12 +176,10 @@ impl Lookups {
         match rows::get::<NamespaceRow>(&*self.store, &keys::namespace(&ctx.org.name, name)).await?
         {
             Some(ns) if ns.row.deleted_ms.is_none() => {
-                self.namespaces
-                    .insert(
-                        (ctx.org.name.clone(), name.to_owned()),
-                        Arc::new(ns.row.clone()),
-                    )
-                    .await;
+                self.namespaces.insert(
+                    (ctx.org.name.clone(), name.to_owned()),
+                    Arc::new(ns.row.clone()),
+                );
                 Ok(ns)
             }
             // Without an org role a caller sees only what it was given: a namespace it cannot
@@ -208,7 +206,6 @@ impl Lookups {
         match self
             .namespaces
             .get(&(ctx.org.name.clone(), name.to_owned()))
-            .await
         {
             Some(ns) => Ok(ns),
             None => Ok(Arc::new(self.live_namespace(ctx, name).await?.row)),
@@ -335,16 +332,14 @@ impl Lookups {
             self.opened(stored).await.map(Arc::new)
         };
         self.buckets
-            .get_or_load((ctx.org.name.clone(), nickname.to_owned()), load)
+            .get_or_load(&(ctx.org.name.clone(), nickname.to_owned()), load)
             .await
     }
 
     /// The bucket configuration remembered now under `nickname`, without reading it: `None`
     /// once it changed on this instance or its TTL ran out.
-    pub async fn remembered_bucket(&self, org: &str, nickname: &str) -> Option<Arc<BucketRow>> {
-        self.buckets
-            .get(&(org.to_owned(), nickname.to_owned()))
-            .await
+    pub fn remembered_bucket(&self, org: &str, nickname: &str) -> Option<Arc<BucketRow>> {
+        self.buckets.get(&(org.to_owned(), nickname.to_owned()))
     }
 
     /// Who may see or do what in `org` changed (a grant, a membership, a team, a namespace's
@@ -355,17 +350,13 @@ impl Lookups {
     }
 
     /// One namespace changed (dropped, restored, its storage moved): it is read again.
-    pub async fn namespace_changed(&self, org: &str, name: &str) {
-        self.namespaces
-            .remove(&(org.to_owned(), name.to_owned()))
-            .await;
+    pub fn namespace_changed(&self, org: &str, name: &str) {
+        self.namespaces.remove(&(org.to_owned(), name.to_owned()));
     }
 
     /// One bucket configuration changed or went.
-    pub async fn bucket_changed(&self, org: &str, nickname: &str) {
-        self.buckets
-            .remove(&(org.to_owned(), nickname.to_owned()))
-            .await;
+    pub fn bucket_changed(&self, org: &str, nickname: &str) {
+        self.buckets.remove(&(org.to_owned(), nickname.to_owned()));
     }
 
     /// A principal was removed: its standing in every org is read again.

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use super::VendError;
 use super::sts::vended;
 use super::{AccessLevel, CredentialVendor, Vended};
+use crate::cache::Cache;
 use crate::clock::Clock;
 use crate::google::{CLOUD_PLATFORM_SCOPE, HttpClient, http_client, is_https_or_loopback};
 use crate::model::{BucketAuth, BucketRow, Platform, Principal, parse_gs_url};
@@ -69,7 +70,7 @@ pub struct GcsVendor {
     engine_host: Option<String>,
     /// Cached tokens are only handed out with at least this much lifetime left.
     min_remaining_ms: u64,
-    cached: moka::future::Cache<(String, AccessLevel), DownscopedToken>,
+    cached: Cache<(String, AccessLevel), DownscopedToken>,
     exchanges: AtomicU64,
 }
 
@@ -91,10 +92,7 @@ impl GcsVendor {
             clock,
             engine_host,
             min_remaining_ms,
-            cached: moka::future::Cache::builder()
-                .max_capacity(CACHED_TOKENS)
-                .time_to_live(Duration::from_secs(3600))
-                .build(),
+            cached: Cache::bounded(CACHED_TOKENS).expiring_after(Duration::from_secs(3600)),
             exchanges: AtomicU64::new(0),
         })
     }
@@ -118,17 +116,13 @@ impl GcsVendor {
                 fetched.store(true, Ordering::Relaxed);
                 self.exchange(location, access).await
             };
-            let token = self
-                .cached
-                .try_get_with(key.clone(), load)
-                .await
-                .map_err(|shared| (*shared).clone())?;
+            let token = self.cached.get_or_load(&key, load).await?;
             if fetched.load(Ordering::Relaxed)
                 || token.expires_at_ms >= self.clock.now_ms() + self.min_remaining_ms
             {
                 return Ok(token);
             }
-            self.cached.invalidate(&key).await;
+            self.cached.remove(&key);
         }
         Err(VendError::Failed(
             "Could not obtain a fresh storage token; retry the request".into(),

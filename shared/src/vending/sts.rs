@@ -11,6 +11,7 @@ use aws_sdk_sts::Client;
 use super::VendError;
 use super::policy::{MAX_SESSION_POLICY_CHARS, arn_partition, session_name, session_policy};
 use super::{AccessLevel, CredentialVendor, StorageCredential, Vended};
+use crate::cache::Cache;
 use crate::clock::Clock;
 use crate::model::{BucketAuth, BucketRow, Platform, Principal, S3Defaults, s3_client_config};
 
@@ -46,7 +47,7 @@ pub struct StsVendor {
     /// Cached credentials are only handed out with at least this much lifetime left.
     min_remaining_ms: u64,
     /// Credentials by role, location and level; concurrent misses share one STS call.
-    cached: moka::future::Cache<CacheKey, TemporaryCredentials>,
+    cached: Cache<CacheKey, TemporaryCredentials>,
     sts_calls: AtomicU64,
 }
 
@@ -67,10 +68,8 @@ impl StsVendor {
             defaults,
             default_role_arn,
             min_remaining_ms,
-            cached: moka::future::Cache::builder()
-                .max_capacity(CACHED_CREDENTIALS)
-                .time_to_live(std::time::Duration::from_secs(SESSION_SECONDS as u64))
-                .build(),
+            cached: Cache::bounded(CACHED_CREDENTIALS)
+                .expiring_after(std::time::Duration::from_secs(SESSION_SECONDS as u64)),
             sts_calls: AtomicU64::new(0),
         }
     }
@@ -102,18 +101,14 @@ impl StsVendor {
                 self.call_sts(role_arn, external_id, location, access, principal)
                     .await
             };
-            let credentials = self
-                .cached
-                .try_get_with(key.clone(), load)
-                .await
-                .map_err(|shared| (*shared).clone())?;
+            let credentials = self.cached.get_or_load(&key, load).await?;
             let now = self.clock.now_ms();
             if fetched.load(Ordering::Relaxed)
                 || credentials.expires_at_ms >= now + self.min_remaining_ms
             {
                 return Ok(credentials);
             }
-            self.cached.invalidate(&key).await;
+            self.cached.remove(&key);
         }
         Err(VendError::Failed(
             "Could not obtain fresh storage credentials; retry the request".into(),

@@ -372,8 +372,7 @@ impl AccessService {
                 Ok(()) => {
                     self.core
                         .lookups
-                        .namespace_changed(&ctx.org.name, namespace)
-                        .await;
+                        .namespace_changed(&ctx.org.name, namespace);
                     tracing::info!(audit = "namespace", org = %ctx.org.name, by = %ctx.principal.id, namespace, "namespace settings changed");
                     return Ok(settings(&row));
                 }

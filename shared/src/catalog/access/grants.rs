@@ -207,8 +207,7 @@ impl AccessService {
                 Ok(()) => {
                     self.core
                         .lookups
-                        .namespace_changed(&ctx.org.name, &row.name)
-                        .await;
+                        .namespace_changed(&ctx.org.name, &row.name);
                     self.core.lookups.org_access_changed(&ctx.org.name);
                     tracing::info!(audit = "visibility", org = %ctx.org.name, by = %ctx.principal.id, namespace = %row.name, ?visibility, "namespace visibility set");
                     return Ok(());

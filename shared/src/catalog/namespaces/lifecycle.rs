@@ -141,7 +141,7 @@ impl NamespaceService {
                 .await
             {
                 Ok(()) => {
-                    self.core.lookups.namespace_changed(org, name).await;
+                    self.core.lookups.namespace_changed(org, name);
                     self.core.lookups.org_access_changed(org);
                     tracing::info!(audit = "restore", org, by = %ctx.principal.id, namespace = name, "namespace restored");
                     return Ok(status(&row, None));
@@ -259,7 +259,7 @@ impl NamespaceService {
                 Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,
                 Err(failure) => return Err(failure.into()),
             }
-            self.core.lookups.namespace_changed(org, name).await;
+            self.core.lookups.namespace_changed(org, name);
             self.core.lookups.org_access_changed(org);
             // The namespace is gone: what its partition still holds is unreachable. A failure
             // here leaves rows nothing reads; logged, not an error for the caller.

@@ -375,10 +375,7 @@ impl NamespaceService {
                 .await
             {
                 Ok(()) => {
-                    self.core
-                        .lookups
-                        .namespace_changed(&ctx.org.name, name)
-                        .await;
+                    self.core.lookups.namespace_changed(&ctx.org.name, name);
                     return Ok(());
                 }
                 Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => continue,

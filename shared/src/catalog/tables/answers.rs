@@ -81,7 +81,7 @@ impl ReadyAnswers {
             let body = prefix.len() + kept.answer.metadata().len() + suffix.len();
             let whole = kept.answer.whole().map_or(0, |whole| whole.len());
             let bytes = kept.row.len() + body + whole;
-            u32::try_from(bytes).unwrap_or(u32::MAX)
+            u64::try_from(bytes).unwrap_or(u64::MAX)
         };
         Self {
             kept: TtlCache::weighted(KEPT_FOR, MAX_BYTES, weigh),
@@ -97,7 +97,7 @@ impl ReadyAnswers {
         row: &[u8],
         namespace_bucket: &str,
     ) -> Option<(Arc<BucketRow>, Arc<ReadyAnswer>)> {
-        let kept = self.kept.get(key).await?;
+        let kept = self.kept.get(key)?;
         (kept.row == row && kept.namespace_bucket == namespace_bucket)
             .then(|| (kept.bucket.clone(), kept.answer.clone()))
     }
@@ -117,7 +117,7 @@ impl ReadyAnswers {
             bucket,
             answer,
         };
-        self.kept.insert(key, Arc::new(kept)).await;
+        self.kept.insert(key, Arc::new(kept));
     }
 
     /// Forgets every answer, as a newly started instance would.

@@ -531,8 +531,7 @@ impl TableService {
             let remembered = self
                 .core
                 .lookups
-                .remembered_bucket(&ctx.org.name, &bucket.nickname)
-                .await;
+                .remembered_bucket(&ctx.org.name, &bucket.nickname);
             if remembered.is_some_and(|current| Arc::ptr_eq(&current, &bucket)) {
                 return Ok(answer);
             }
