@@ -192,7 +192,8 @@ where
             EntryResult::Removed(..) | EntryResult::Timeout => return load.await,
         };
         let value = load.await?;
-        // Fails only when the entry was replaced meanwhile (an insert): that one stays.
+        // Fails when the key was removed (a change made what was loaded stale) or inserted
+        // meanwhile: then what is stored, if anything, is not this load's.
         let _ = guard.insert(self.held(value.clone(), None));
         Ok(value)
     }
@@ -398,6 +399,34 @@ mod tests {
         assert_eq!(failed, Err("no"));
         let retried: Result<usize, &str> = cache.get_or_load("bad", async { Ok(5) }).await;
         assert_eq!(retried, Ok(5), "a failed load leaves nothing behind");
+    }
+
+    #[tokio::test]
+    async fn a_removal_during_a_load_keeps_the_loaded_value_out() {
+        let cache = Arc::new(Cache::<String, u32>::bounded(10));
+        let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+        let (started, has_started) = tokio::sync::oneshot::channel::<()>();
+        let loading = tokio::spawn({
+            let cache = cache.clone();
+            async move {
+                let load = async move {
+                    started.send(()).unwrap();
+                    finished.await.unwrap();
+                    Ok::<_, ()>(1)
+                };
+                cache.get_or_load("k", load).await
+            }
+        });
+        has_started.await.unwrap();
+        // What the load read is stale now: a change says so while it is under way.
+        cache.remove("k");
+        finish.send(()).unwrap();
+        assert_eq!(
+            loading.await.unwrap(),
+            Ok(1),
+            "the caller still gets its answer"
+        );
+        assert_eq!(cache.get("k"), None, "but it is not remembered");
     }
 
     #[test]
