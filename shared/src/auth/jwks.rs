@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
@@ -18,6 +18,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
+// tokio's clock, so that tests move a paused one instead of sleeping.
+use tokio::time::Instant;
 
 /// Keys older than this are read again, so keys the issuer withdrew stop being accepted.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(60 * 60);
@@ -611,7 +613,7 @@ mod tests {
         ));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn unknown_kids_reread_the_set_at_most_once_per_interval() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("jwks.json");
@@ -656,7 +658,7 @@ mod tests {
             KeyLookup::Unknown,
             "within the interval"
         );
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        tokio::time::advance(Duration::from_millis(250)).await;
         let mut flood = tokio::task::JoinSet::new();
         for _ in 0..20 {
             let jwks = jwks.clone();
