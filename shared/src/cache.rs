@@ -139,7 +139,8 @@ where
         };
         Held {
             value,
-            until: lifetime.map(|lifetime| Instant::now() + lifetime),
+            // A lifetime past the clock's range (a TTL set absurdly long) is no deadline.
+            until: lifetime.and_then(|lifetime| Instant::now().checked_add(lifetime)),
         }
     }
 
@@ -399,6 +400,13 @@ mod tests {
         assert_eq!(failed, Err("no"));
         let retried: Result<usize, &str> = cache.get_or_load("bad", async { Ok(5) }).await;
         assert_eq!(retried, Ok(5), "a failed load leaves nothing behind");
+    }
+
+    #[test]
+    fn a_lifetime_past_the_clock_s_range_never_expires() {
+        let cache = Cache::bounded(10).expiring_after(Duration::MAX);
+        cache.insert("k", 1);
+        assert_eq!(cache.get("k"), Some(1));
     }
 
     #[tokio::test]
