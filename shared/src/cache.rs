@@ -74,7 +74,8 @@ type Entries<K, V> = quick_cache::sync::Cache<K, Held<V>, Weigher<K, V>, RandomS
 /// A bounded cache whose entries may expire. Keys are hashed with the standard library's
 /// keyed SipHash: they carry names and tokens that clients choose.
 pub struct Cache<K, V> {
-    entries: OnFirstUse<Entries<K, V>>,
+    /// `None` once given a zero lifetime: nothing is remembered, every read loads.
+    entries: Option<OnFirstUse<Entries<K, V>>>,
     /// How long an entry is served after it is stored (`None`: until evicted).
     lifetime: Option<Duration>,
 }
@@ -114,22 +115,30 @@ where
         weigh: Option<Weigh<K, V>>,
     ) -> Self {
         Self {
-            entries: on_first_use(move || {
+            entries: Some(on_first_use(move || {
                 Entries::with_options(
                     options(),
                     Weigher(weigh),
                     RandomState::new(),
                     Default::default(),
                 )
-            }),
+            })),
             lifetime: None,
         }
     }
 
-    /// Every entry is served for `lifetime` after it is stored, then read again.
+    /// Every entry is served for `lifetime` after it is stored, then read again. A zero
+    /// lifetime (a TTL setting of 0) remembers nothing: every read goes to the source.
     pub fn expiring_after(mut self, lifetime: Duration) -> Self {
+        if lifetime.is_zero() {
+            self.entries = None;
+        }
         self.lifetime = Some(lifetime);
         self
+    }
+
+    fn entries(&self) -> Option<&Entries<K, V>> {
+        self.entries.as_deref()
     }
 
     fn held(&self, value: V, lifetime: Option<Duration>) -> Held<V> {
@@ -148,21 +157,26 @@ where
     where
         Q: Hash + Equivalent<K> + ?Sized,
     {
-        let held = self.entries.get(key)?;
+        let entries = self.entries()?;
+        let held = entries.get(key)?;
         if held.is_fresh() {
             return Some(held.value);
         }
-        self.entries.remove_if(key, |held| !held.is_fresh());
+        entries.remove_if(key, |held| !held.is_fresh());
         None
     }
 
     pub fn insert(&self, key: K, value: V) {
-        self.entries.insert(key, self.held(value, None));
+        if let Some(entries) = self.entries() {
+            entries.insert(key, self.held(value, None));
+        }
     }
 
     /// Stores `value` for at most `lifetime` (and at most the cache's own lifetime).
     pub fn insert_for(&self, key: K, value: V, lifetime: Duration) {
-        self.entries.insert(key, self.held(value, Some(lifetime)));
+        if let Some(entries) = self.entries() {
+            entries.insert(key, self.held(value, Some(lifetime)));
+        }
     }
 
     /// The stored value, or the result of `load` (stored when it succeeds). Concurrent callers
@@ -176,6 +190,9 @@ where
     where
         Q: Hash + Equivalent<K> + ToOwned<Owned = K> + ?Sized,
     {
+        let Some(entries) = self.entries() else {
+            return load.await;
+        };
         if let Some(value) = self.get(key) {
             return Ok(value);
         }
@@ -186,7 +203,7 @@ where
                 EntryAction::ReplaceWithGuard
             }
         };
-        let guard = match self.entries.entry_async(key, stale_or_fresh).await {
+        let guard = match entries.entry_async(key, stale_or_fresh).await {
             EntryResult::Retained(value) => return Ok(value),
             EntryResult::Vacant(guard) | EntryResult::Replaced(guard, _) => guard,
             // Neither is asked for (no removal, no timeout): load without storing.
@@ -203,16 +220,22 @@ where
     where
         Q: Hash + Equivalent<K> + ?Sized,
     {
-        self.entries.remove(key);
+        if let Some(entries) = self.entries() {
+            entries.remove(key);
+        }
     }
 
     /// Forgets every entry `stale` picks: what one change can have made stale, no more.
     pub fn remove_if(&self, stale: impl Fn(&K, &V) -> bool) {
-        self.entries.retain(|key, held| !stale(key, &held.value));
+        if let Some(entries) = self.entries() {
+            entries.retain(|key, held| !stale(key, &held.value));
+        }
     }
 
     pub fn clear(&self) {
-        self.entries.clear();
+        if let Some(entries) = self.entries() {
+            entries.clear();
+        }
     }
 }
 
@@ -225,90 +248,6 @@ fn options(shards: usize, entries: usize, weight: u64) -> quick_cache::Options {
         .expect("every option is set")
 }
 
-/// Rows remembered for a TTL; a zero TTL remembers nothing (every read goes to the store).
-pub struct TtlCache<K, V> {
-    /// `None` when the TTL is zero.
-    inner: Option<Cache<K, V>>,
-}
-
-impl<K, V> TtlCache<K, V>
-where
-    K: Eq + Hash + Send + Sync + 'static,
-    V: Clone + Send + Sync + 'static,
-{
-    /// A cache keeping up to `capacity` entries for `ttl` each.
-    pub fn new(ttl: Duration, capacity: u64) -> Self {
-        Self::of(ttl, || Cache::bounded(capacity))
-    }
-
-    /// A cache keeping entries for `ttl` each while their weights (`weigh`, in bytes say) add
-    /// up to at most `max_weight`.
-    pub fn weighted(
-        ttl: Duration,
-        max_weight: u64,
-        weigh: impl Fn(&K, &V) -> u64 + Send + Sync + 'static,
-    ) -> Self {
-        Self::of(ttl, || Cache::weighted(max_weight, weigh))
-    }
-
-    fn of(ttl: Duration, cache: impl FnOnce() -> Cache<K, V>) -> Self {
-        Self {
-            inner: (!ttl.is_zero()).then(|| cache().expiring_after(ttl)),
-        }
-    }
-
-    pub fn get<Q>(&self, key: &Q) -> Option<V>
-    where
-        Q: Hash + Equivalent<K> + ?Sized,
-    {
-        self.inner.as_ref()?.get(key)
-    }
-
-    pub fn insert(&self, key: K, value: V) {
-        if let Some(cache) = &self.inner {
-            cache.insert(key, value);
-        }
-    }
-
-    /// The remembered value, or the result of `load` (remembered when it succeeds; concurrent
-    /// callers for one key wait for the same load).
-    pub async fn get_or_load<Q, E>(
-        &self,
-        key: &Q,
-        load: impl Future<Output = Result<V, E>>,
-    ) -> Result<V, E>
-    where
-        Q: Hash + Equivalent<K> + ToOwned<Owned = K> + ?Sized,
-    {
-        match &self.inner {
-            Some(cache) => cache.get_or_load(key, load).await,
-            None => load.await,
-        }
-    }
-
-    pub fn remove<Q>(&self, key: &Q)
-    where
-        Q: Hash + Equivalent<K> + ?Sized,
-    {
-        if let Some(cache) = &self.inner {
-            cache.remove(key);
-        }
-    }
-
-    /// Forgets every entry `stale` picks.
-    pub fn remove_if(&self, stale: impl Fn(&K, &V) -> bool) {
-        if let Some(cache) = &self.inner {
-            cache.remove_if(stale);
-        }
-    }
-
-    pub fn clear(&self) {
-        if let Some(cache) = &self.inner {
-            cache.clear();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,7 +255,7 @@ mod tests {
 
     #[tokio::test]
     async fn remembers_within_the_ttl_and_zero_disables() {
-        let cache = TtlCache::new(Duration::from_secs(60), 10);
+        let cache = Cache::bounded(10).expiring_after(Duration::from_secs(60));
         cache.insert("a", 1);
         assert_eq!(cache.get(&"a"), Some(1));
         let loaded: Result<i32, ()> = cache.get_or_load(&"b", async { Ok(2) }).await;
@@ -336,9 +275,11 @@ mod tests {
         cache.clear();
         assert_eq!(cache.get(&"a"), None);
 
-        let off = TtlCache::new(Duration::ZERO, 10);
+        let off = Cache::bounded(10).expiring_after(Duration::ZERO);
         off.insert("a", 1);
         assert_eq!(off.get(&"a"), None);
+        let loaded: Result<i32, ()> = off.get_or_load(&"a", async { Ok(2) }).await;
+        assert_eq!(loaded, Ok(2), "a cache that remembers nothing still loads");
     }
 
     #[tokio::test(start_paused = true)]
@@ -363,7 +304,7 @@ mod tests {
         assert_eq!(cache.get("long"), None);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test]
     async fn concurrent_misses_share_one_load_and_a_failed_one_is_retried() {
         let cache = Arc::new(Cache::<String, usize>::bounded(10));
         let loads = Arc::new(AtomicUsize::new(0));
@@ -381,11 +322,17 @@ mod tests {
                 })
             })
             .collect();
-        // Every caller is waiting on the first one's load before it is let go.
-        while loads.load(Ordering::SeqCst) == 0 {
+        // One thread: each yield runs every spawned caller until it waits, so all eight have
+        // asked for the key before the first load is let go; no clock is involved.
+        for _ in 0..8 {
             tokio::task::yield_now().await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(callers.iter().all(|caller| !caller.is_finished()));
+        assert_eq!(
+            loads.load(Ordering::SeqCst),
+            1,
+            "the seven others wait for the first load instead of loading"
+        );
         release.send(true).unwrap();
         for caller in callers {
             assert_eq!(caller.await.unwrap(), Ok(1));

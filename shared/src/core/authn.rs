@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::oidc::OidcVerifier;
-use crate::cache::TtlCache;
+use crate::cache::Cache;
 use crate::error::Result;
 use crate::model::Principal;
 use crate::store::MetaStore;
@@ -16,7 +16,7 @@ const ENTRIES: u64 = 10_000;
 pub struct Authenticator {
     store: Arc<dyn MetaStore>,
     /// Token hash -> principal.
-    tokens: TtlCache<String, Principal>,
+    tokens: Cache<String, Principal>,
     /// Verifier of OIDC users' JWTs; `None`: only api-client tokens authenticate.
     oidc: Option<Arc<OidcVerifier>>,
 }
@@ -25,7 +25,7 @@ impl Authenticator {
     pub fn new(store: Arc<dyn MetaStore>, oidc: Option<Arc<OidcVerifier>>, ttl: Duration) -> Self {
         Self {
             store,
-            tokens: TtlCache::new(ttl, ENTRIES),
+            tokens: Cache::bounded(ENTRIES).expiring_after(ttl),
             oidc,
         }
     }

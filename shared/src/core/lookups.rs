@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::OrgContext;
 use crate::authz::{Access, Action, Grants, Resource, access_denied, authorize};
-use crate::cache::TtlCache;
+use crate::cache::Cache;
 use crate::error::{CatalogError, Result};
 use crate::model::{
     BucketAuth, BucketRow, GrantRow, NamespaceRow, OrgRow, Platform, Principal, TableRow,
@@ -31,15 +31,15 @@ pub struct Lookups {
     objects: Arc<dyn ObjectStores>,
     sealer: Option<Arc<dyn SecretSealer>>,
     /// (org, principal id) -> the org row and the principal's access in it.
-    standing: TtlCache<(String, String), Standing>,
+    standing: Cache<(String, String), Standing>,
     /// (org, namespace) -> the live namespace, for reads: a table row's existence proves its
     /// namespace live (a namespace with tables cannot be dropped), so a read needs only the
     /// table row; a miss re-reads the namespace.
-    namespaces: TtlCache<(String, String), Arc<NamespaceRow>>,
+    namespaces: Cache<(String, String), Arc<NamespaceRow>>,
     /// (org, nickname) -> bucket configuration, its secret opened; shared, so that what was
     /// built from one can tell whether it is still the one remembered
     /// ([`Lookups::remembered_bucket`]).
-    buckets: TtlCache<(String, String), Arc<BucketRow>>,
+    buckets: Cache<(String, String), Arc<BucketRow>>,
 }
 
 impl Lookups {
@@ -53,9 +53,9 @@ impl Lookups {
             store,
             objects,
             sealer,
-            standing: TtlCache::new(ttl, ENTRIES),
-            namespaces: TtlCache::new(ttl, ENTRIES),
-            buckets: TtlCache::new(ttl, ENTRIES),
+            standing: Cache::bounded(ENTRIES).expiring_after(ttl),
+            namespaces: Cache::bounded(ENTRIES).expiring_after(ttl),
+            buckets: Cache::bounded(ENTRIES).expiring_after(ttl),
         }
     }
 

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cache::TtlCache;
+use crate::cache::Cache;
 use crate::model::BucketRow;
 use crate::types::{ReadyAnswer, TableAnswer};
 
@@ -71,7 +71,7 @@ struct Kept {
 }
 
 pub(super) struct ReadyAnswers {
-    kept: TtlCache<AnswerKey, Arc<Kept>>,
+    kept: Cache<AnswerKey, Arc<Kept>>,
 }
 
 impl ReadyAnswers {
@@ -84,7 +84,7 @@ impl ReadyAnswers {
             u64::try_from(bytes).unwrap_or(u64::MAX)
         };
         Self {
-            kept: TtlCache::weighted(KEPT_FOR, MAX_BYTES, weigh),
+            kept: Cache::weighted(MAX_BYTES, weigh).expiring_after(KEPT_FOR),
         }
     }
 
