@@ -630,3 +630,68 @@ async fn a_compressed_answer_is_a_valid_gateway_payload() {
     assert_eq!(body["metadata-location"], plain_body["metadata-location"]);
     assert_eq!(body["metadata"], plain_body["metadata"]);
 }
+
+/// The config, credentials and signing functions answer a kilobyte or two at most and are built
+/// without the compression layer (and so without zstd and gzip), which the groups whose answers
+/// carry metadata documents and listings keep: config's answer, over the size `floe serve`
+/// compresses, leaves the config function as it is, whatever the client accepts.
+#[tokio::test]
+async fn the_config_function_answers_uncompressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    let raw = std::fs::read_to_string(events_dir().join("get-config.json")).unwrap();
+    let mut event: Value = serde_json::from_str(&raw).unwrap();
+    event["headers"]["accept-encoding"] = Value::from("gzip, zstd");
+    let answer = invoke(catalog, Function::Config, &event.to_string()).await;
+    assert_eq!(answer["statusCode"], 200, "{answer}");
+    assert_eq!(answer["isBase64Encoded"], false, "{answer}");
+    assert!(
+        answer["headers"].get("content-encoding").is_none(),
+        "{answer}"
+    );
+    let body = answer["body"].as_str().unwrap();
+    assert!(
+        body.len() >= usize::from(floe::http::MIN_COMPRESSED_BYTES),
+        "an answer `floe serve` would compress ({} bytes)",
+        body.len()
+    );
+    let _: Value = serde_json::from_str(body).unwrap();
+}
+
+/// Every route that takes an `Idempotency-Key` honours it in the function that serves it: a
+/// malformed key is refused before anything runs. (Functions whose groups have no such route are
+/// built without the idempotency layer.)
+#[tokio::test]
+async fn keyed_routes_honour_keys_in_their_own_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    let mut keyed = 0;
+    for route in ROUTES
+        .iter()
+        .filter(|r| floe::http::idempotency::takes_key(r.operation))
+    {
+        let key = format!("{} /iceberg{}", route.method, route.path);
+        let event = std::fs::read_dir(events_dir())
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .filter_map(|raw| serde_json::from_str::<Value>(&raw).ok())
+            .find(|event| event["routeKey"] == key.as_str());
+        let mut event = event.unwrap_or_else(|| panic!("no event for {key}"));
+        event["headers"]["idempotency-key"] = Value::from("not-a-key");
+        let answer = invoke(
+            catalog.clone(),
+            Function::serving(route.group),
+            &event.to_string(),
+        )
+        .await;
+        assert_eq!(answer["statusCode"], 400, "{key}: {answer}");
+        let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Invalid Idempotency-Key"),
+            "{key}: {body}"
+        );
+        keyed += 1;
+    }
+    assert_eq!(keyed, 14, "every keyed route was sent a key");
+}

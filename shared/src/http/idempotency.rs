@@ -27,7 +27,7 @@ use crate::routes::Operation;
 pub const HEADER: &str = "idempotency-key";
 
 /// The routes that take a key: the spec's mutations that Floe serves.
-fn takes_key(operation: Operation) -> bool {
+pub fn takes_key(operation: Operation) -> bool {
     matches!(
         operation,
         Operation::CreateNamespace
