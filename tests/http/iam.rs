@@ -249,7 +249,10 @@ async fn call(d: &Deployment, method: Method, path: &str, body: Option<Value>) -
         .unwrap_or_else(|| panic!("{method} {path} is no route"));
     d.called.lock().unwrap().insert(route.endpoint());
     let function = Function::serving(route.group);
-    let router = floe::http::router(d.instances[&function].clone(), &[route.group]);
+    let router = floe::http::group_router(
+        d.instances[&function].clone(),
+        floe::http::GroupHandlers::of(route.group),
+    );
     let uri = format!("/iceberg{path}");
     send(d, function, router, method, &uri, ADMIN_TOKEN, body).await
 }

@@ -1,5 +1,5 @@
-//! The REST surface: the route table turned into an axum `Router`, for any set of endpoint
-//! groups, and the management API. `floe serve` mounts everything; each Lambda function mounts
+//! The REST surface: the route table turned into an axum `Router`, for one endpoint group or
+//! all of them, and the management API. `floe serve` mounts everything; each Lambda function mounts
 //! its own group, or the management API.
 
 pub mod error;
@@ -178,12 +178,6 @@ fn signing_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
         Operation::SignRequest => Some(post(handlers::sign_request)),
         _ => None,
     }
-}
-
-/// A router serving the routes of `groups` under `/iceberg`.
-pub fn router(catalog: Arc<Catalog>, groups: &[Group]) -> Router {
-    let handlers: Vec<GroupHandlers> = groups.iter().map(|g| GroupHandlers::of(*g)).collect();
-    router_with(catalog, &handlers, false, compressed)
 }
 
 /// One endpoint group's routes under `/iceberg`: what that group's function serves, linking
