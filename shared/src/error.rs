@@ -61,7 +61,7 @@ pub enum CatalogError {
     Internal(String),
     /// The catalog store failed (500). Clients see only this message; the edge logs the source.
     #[error("The catalog store failed; retry the request")]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// Table storage failed (500). Clients see only this message and the storage error code;
     /// the edge logs the source, the adapter the detail.
     #[error("Table storage failed (storage error {}); retry the request", .0.code())]
@@ -74,6 +74,31 @@ impl From<crate::vending::VendError> for CatalogError {
             crate::vending::VendError::Unusable(m) => CatalogError::BadRequest(m),
             crate::vending::VendError::Failed(m) => CatalogError::Internal(m),
         }
+    }
+}
+
+impl From<StoreError> for CatalogError {
+    /// Throttling and lost races applied nothing and are worth retrying as they are (503);
+    /// everything else is the store's failure (500).
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Throttled(_) => {
+                tracing::warn!(error = %e, "catalog store throttled");
+                CatalogError::Busy("The catalog store is busy; retry the request".into())
+            }
+            StoreError::Conflict(_) | StoreError::ConditionFailed { .. } => {
+                CatalogError::contended("What the request changes")
+            }
+            other => CatalogError::Store(other),
+        }
+    }
+}
+
+impl CatalogError {
+    /// A change that kept losing to concurrent ones past its retries: nothing of it was applied,
+    /// so the same request may be sent again (503 with `Retry-After`).
+    pub fn contended(subject: &str) -> Self {
+        CatalogError::Busy(format!("{subject} is changing too fast; retry the request"))
     }
 }
 

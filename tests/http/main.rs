@@ -6,6 +6,7 @@ mod commits;
 mod compression;
 mod concurrency;
 mod config;
+mod contention;
 mod errors;
 mod events;
 mod format_v3;

@@ -22,6 +22,11 @@ pub enum Target {
 pub enum Fault {
     /// Every targeted write is not applied and its outcome is unknown (a timeout after sending).
     UnknownOutcome,
+    /// Every targeted write is not applied: its first condition fails, as when a concurrent
+    /// writer changed what it read (so the caller reads again and retries, and keeps losing).
+    LosesRace,
+    /// Every targeted write is not applied: the store declined it for now (throttling).
+    Throttled,
     /// The first targeted write disarms the store, lands, waits until resumed and then reports
     /// an unknown outcome, as a write whose answer was lost would.
     LandedThenUnknown(Arc<Pause>),
@@ -120,6 +125,13 @@ impl MetaStore for FaultStore {
         }
         match &self.fault {
             Fault::UnknownOutcome => Err(StoreError::Unknown("timed out after sending".into())),
+            Fault::LosesRace => Err(StoreError::ConditionFailed {
+                index: 0,
+                key: writes[0].key().clone(),
+            }),
+            Fault::Throttled => Err(StoreError::Throttled(
+                "ProvisionedThroughputExceededException".into(),
+            )),
             Fault::LandedThenUnknown(pause) => {
                 self.inner.write(writes).await?;
                 pause.hold().await;

@@ -6,7 +6,6 @@ use crate::core::{AsRead, Change, ChangeFailure, Core};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-use super::namespaces::busy;
 use super::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::authz::{Action, Resource, authorize};
 use crate::error::{CatalogError, Result};
@@ -264,7 +263,7 @@ impl BucketService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The org's default bucket"))
     }
 
     /// The row as stored: static keys' secret sealed, never in plain text.

@@ -151,9 +151,9 @@ fn outcome<L: Copy>(labels: &[L], written: Result<(), StoreError>) -> Result<(),
             Err(ChangeFailure::Refused(labels[index]))
         }
         Err(StoreError::Conflict(_)) => Err(ChangeFailure::Contended),
-        Err(e @ (StoreError::Unavailable(_) | StoreError::Invalid(_))) => {
-            Err(ChangeFailure::NotWritten(e))
-        }
+        Err(
+            e @ (StoreError::Unavailable(_) | StoreError::Throttled(_) | StoreError::Invalid(_)),
+        ) => Err(ChangeFailure::NotWritten(e)),
         Err(e) => Err(ChangeFailure::Unknown(e)),
     }
 }
@@ -169,15 +169,16 @@ impl<L: std::fmt::Debug> From<ChangeFailure<L>> for StoreError {
 }
 
 impl<L: std::fmt::Debug> From<ChangeFailure<L>> for crate::error::CatalogError {
-    /// For an operation that treats any failure as the store's (a 500 with the store's
-    /// message; the edge logs which).
+    /// For an operation that retries no further: a lost race is the 503 that asks for the
+    /// request again, a store failure is the store's (the edge logs which).
     fn from(failure: ChangeFailure<L>) -> Self {
         match failure {
             ChangeFailure::Refused(label) => {
-                StoreError::Conflict(format!("a condition of the change failed: {label:?}")).into()
+                tracing::debug!(part = ?label, "a condition of the change failed");
+                crate::error::CatalogError::contended("What the request changes")
             }
             ChangeFailure::Contended => {
-                StoreError::Conflict("a concurrent change touched the same items".into()).into()
+                crate::error::CatalogError::contended("What the request changes")
             }
             ChangeFailure::NotWritten(e) | ChangeFailure::Unknown(e) => e.into(),
         }

@@ -133,34 +133,57 @@ fn write_error<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
 ) -> StoreError {
     // TransactionInProgressException is not among them: an earlier attempt with the same client
     // request token is still running and may yet land.
-    const NOT_APPLIED: [&str; 6] = [
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
+    const NOT_APPLIED: [&str; 3] = [
         "ValidationException",
         "ResourceNotFoundException",
         "AccessDeniedException",
     ];
     match &e {
         SdkError::ConstructionFailure(_) => StoreError::Unavailable(format!("{e:?}")),
-        SdkError::ServiceError(service)
-            if service
-                .err()
-                .code()
-                .is_some_and(|c| NOT_APPLIED.contains(&c)) =>
-        {
-            StoreError::Unavailable(format!(
-                "{}: {}",
-                service.err().code().unwrap_or_default(),
-                service.err().message().unwrap_or_default()
-            ))
+        SdkError::ServiceError(service) => {
+            let code = service.err().code();
+            let detail = || {
+                format!(
+                    "{}: {}",
+                    code.unwrap_or_default(),
+                    service.err().message().unwrap_or_default()
+                )
+            };
+            if code.is_some_and(is_throttling) {
+                StoreError::Throttled(detail())
+            } else if code.is_some_and(|c| NOT_APPLIED.contains(&c)) {
+                StoreError::Unavailable(detail())
+            } else {
+                StoreError::Unknown(format!("{e:?}"))
+            }
         }
         _ => StoreError::Unknown(format!("{e:?}")),
     }
 }
 
-fn read_error<E: std::fmt::Debug, R: std::fmt::Debug>(e: SdkError<E, R>) -> StoreError {
-    StoreError::Unavailable(format!("{e:?}"))
+/// DynamoDB's codes for a request it declined for now: throughput or request-rate limits.
+fn is_throttling(code: &str) -> bool {
+    matches!(
+        code,
+        "ProvisionedThroughputExceededException"
+            | "ThrottlingException"
+            | "RequestLimitExceeded"
+            | "ThrottlingError"
+            | "ProvisionedThroughputExceeded"
+    )
+}
+
+fn read_error<E, R>(e: SdkError<E, R>) -> StoreError
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::fmt::Debug,
+    R: std::fmt::Debug,
+{
+    match &e {
+        SdkError::ServiceError(service) if service.err().code().is_some_and(is_throttling) => {
+            StoreError::Throttled(format!("{e:?}"))
+        }
+        _ => StoreError::Unavailable(format!("{e:?}")),
+    }
 }
 
 impl DynamoStore {
@@ -351,6 +374,9 @@ impl DynamoStore {
                         Cancellation::Conflict => StoreError::Conflict(format!(
                             "transaction cancelled by a concurrent one: {codes:?}"
                         )),
+                        Cancellation::Throttled => StoreError::Throttled(format!(
+                            "transaction cancelled: {codes:?}"
+                        )),
                         Cancellation::NotApplied => StoreError::Unavailable(format!(
                             "transaction cancelled: {codes:?}"
                         )),
@@ -369,7 +395,9 @@ enum Cancellation {
     ConditionFailed(usize),
     /// Another transaction held one of the items: a lost race, like a failed condition.
     Conflict,
-    /// Throttling or another transient cause.
+    /// An item's throughput was exceeded: declined for now.
+    Throttled,
+    /// Another transient cause.
     NotApplied,
 }
 
@@ -381,6 +409,8 @@ fn cancellation(codes: &[Option<&str>]) -> Cancellation {
         Cancellation::ConditionFailed(index)
     } else if codes.contains(&Some("TransactionConflict")) {
         Cancellation::Conflict
+    } else if codes.iter().flatten().any(|c| is_throttling(c)) {
+        Cancellation::Throttled
     } else {
         Cancellation::NotApplied
     }

@@ -115,6 +115,10 @@ pub enum StoreError {
     /// A concurrent write held an item: nothing was applied, as with a failed condition.
     #[error("write lost to a concurrent one: {0}")]
     Conflict(String),
+    /// The store declined the request for now (throttling): nothing was applied, and the same
+    /// request may be sent again later.
+    #[error("store throttled: {0}")]
+    Throttled(String),
     #[error("store unavailable: {0}")]
     Unavailable(String),
     #[error("store holds a malformed item {key:?}: {reason}")]

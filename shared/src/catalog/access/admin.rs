@@ -8,7 +8,6 @@ use serde_json::{Map, Value};
 
 use super::AccessService;
 use crate::authz::{Action, Resource, access_denied, authorize};
-use crate::catalog::namespaces::busy;
 use crate::catalog::{Catalog, OrgContext, ROW_RACE_RETRIES, names};
 use crate::core::{AsRead, Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
@@ -155,7 +154,7 @@ impl AccessService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The org"))
     }
 
     /// Creates an api client with an org role, or with none (`None`: it reads only what it is
@@ -380,7 +379,7 @@ impl AccessService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// Who the caller is, with its org roles and teams.

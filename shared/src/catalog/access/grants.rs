@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use super::AccessService;
 use crate::authz::{Action, Resource, authorize};
-use crate::catalog::namespaces::busy;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::error::{CatalogError, Result};
 use crate::model::{
@@ -216,7 +215,7 @@ impl AccessService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// Creates a team in the org (org admin).

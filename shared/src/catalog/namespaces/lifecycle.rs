@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use super::NamespaceService;
 use super::purge::{self, RECOVERY_PERIOD};
-use super::{already_exists, being_purged, busy};
+use super::{already_exists, being_purged};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, no_such_namespace};
-use crate::error::Result;
+use crate::error::{CatalogError, Result};
 use crate::model::{BucketRow, NamespaceRow, Visibility};
 use crate::store::rows::{self, PublicNamespaceRow, PurgeProgressRow, Versioned, keys};
 use crate::store::{Condition, Write};
@@ -150,7 +150,7 @@ impl NamespaceService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// Deletes a namespace as an org admin: a soft delete like the catalog's drop (409 while
@@ -214,7 +214,7 @@ impl NamespaceService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// `retain_data`: the row goes with its name and prefix claims (and its public entry) in
@@ -269,7 +269,7 @@ impl NamespaceService {
             tracing::info!(audit = "namespace_delete", org, by = %ctx.principal.id, namespace = name, retain_data = true, location = %ns.row.location, "namespace removed, data kept");
             return Ok(());
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// The namespace's row, live or soft-deleted, or 404.

@@ -382,7 +382,7 @@ impl NamespaceService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     pub async fn update_namespace_properties(
@@ -454,7 +454,7 @@ impl NamespaceService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 }
 
@@ -485,10 +485,6 @@ pub(super) fn being_purged(name: &str) -> CatalogError {
     CatalogError::AlreadyExists(format!(
         "Namespace {name} is being purged and can no longer be restored; create it again once the purge has finished"
     ))
-}
-
-pub(super) fn busy() -> CatalogError {
-    CatalogError::Internal("The namespace is changing too fast; retry the request".into())
 }
 
 /// A namespace holding tables or views cannot be dropped or removed (409).

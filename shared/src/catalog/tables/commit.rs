@@ -15,7 +15,6 @@ use super::TableService;
 use super::placement;
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::metadata::{Codec, metadata_file_location};
-use crate::catalog::namespaces::busy;
 use crate::catalog::parity::create::CreateSeed;
 use crate::catalog::parity::refs_v1;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, parity};
@@ -152,7 +151,7 @@ impl TableService {
             Err(ChangeFailure::Refused(Swap) | ChangeFailure::Contended) => Ok(Attempt::LostRace),
             Err(ChangeFailure::NotWritten(e)) => {
                 tracing::warn!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %current.row.name, "commit not applied");
-                Err(not_applied())
+                Err(not_applied(&e))
             }
             Err(ChangeFailure::Unknown(e)) => {
                 tracing::error!(error = %e, org = %ctx.org.name, namespace = %ns.name, table = %current.row.name, metadata = %response.metadata_location, "commit outcome unknown");
@@ -332,7 +331,7 @@ impl TableService {
                 Err(NewTableError::Failed(e)) => return Err(e),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 }
 
@@ -434,8 +433,14 @@ pub(super) struct Publish {
     pub response: CommitTableResponse,
 }
 
-pub(super) fn not_applied() -> CatalogError {
-    CatalogError::Internal("The catalog store did not apply the commit; retry the request".into())
+/// A commit the store declined: nothing landed. Throttling and transient refusals ask for the
+/// request again (503); a request the store found invalid is the catalog's fault (500).
+pub(super) fn not_applied(e: &crate::store::StoreError) -> CatalogError {
+    let message = "The catalog store did not apply the commit; retry the request".to_owned();
+    match e {
+        crate::store::StoreError::Invalid(_) => CatalogError::Internal(message),
+        _ => CatalogError::Busy(message),
+    }
 }
 
 /// The outcome of one commit attempt that did not fail outright.

@@ -33,7 +33,7 @@ use self::answers::{AnswerForm, AnswerKey, ReadyAnswers};
 use self::placement::Placement;
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::metadata::{Codec, Written, metadata_file_location};
-use crate::catalog::namespaces::{BUCKET_PROPERTY, busy};
+use crate::catalog::namespaces::BUCKET_PROPERTY;
 use crate::catalog::parity::refs_v1::Refs;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging, parity};
 use crate::error::{CatalogError, Result};
@@ -331,7 +331,7 @@ impl TableService {
                 Err(NewTableError::Failed(e)) => return Err(e),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// Writes metadata version 0 and inserts the table row together with the namespace's table

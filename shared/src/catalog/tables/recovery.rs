@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use super::{TableService, no_view_named, table_exists, view_holds_name};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::access::AccessService;
-use crate::catalog::namespaces::busy;
 use crate::catalog::namespaces::purge::{IMMEDIATE_INDEX_MS, RECOVERY_PERIOD};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::core::{AsRead, Change, ChangeFailure};
@@ -186,7 +185,7 @@ impl TableService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The table"))
     }
 
     /// The namespace's dropped tables, newest first (write on the namespace).
@@ -313,7 +312,7 @@ impl TableService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The table"))
     }
 
     /// Makes a dropped table due for the purge now and fences it at once, so that it can no
@@ -363,7 +362,7 @@ impl TableService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The table"))
     }
 
     /// The dropped-table row of `uuid` in `ns`, if it can still be restored.

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::placement;
 use super::{TableAt, TableRequestOptions, TableService, table_exists};
 use crate::authz::{Action, Resource, authorize};
-use crate::catalog::namespaces::busy;
+use crate::catalog::access::AccessService;
 use crate::catalog::parity::format_versions;
 use crate::catalog::storage::{self, MarkerOwner};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
@@ -200,7 +200,7 @@ impl TableService {
                 }
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The table"))
     }
 
     /// Removes the table from the catalog, keeping every file, and gives its directory up: the
@@ -274,7 +274,7 @@ impl TableService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The table"))
     }
 
     /// The answer to a retried unregister whose change landed: the same file, read again

@@ -189,7 +189,7 @@ impl TableService {
             Err(ChangeFailure::Refused(MemberPart) | ChangeFailure::Contended) => Ok(false),
             Err(ChangeFailure::NotWritten(e)) => {
                 tracing::warn!(error = %e, org = %ctx.org.name, "transaction not applied");
-                Err(not_applied())
+                Err(not_applied(&e))
             }
             Err(ChangeFailure::Unknown(e)) => {
                 tracing::error!(error = %e, org = %ctx.org.name, tables = members.len(), "transaction outcome unknown");

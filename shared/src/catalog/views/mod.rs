@@ -21,7 +21,6 @@ use serde_json::Value;
 
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::metadata::{Codec, metadata_file_location};
-use crate::catalog::namespaces::busy;
 use crate::catalog::storage;
 use crate::catalog::tables::placement::explicit_directory;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, paging};
@@ -180,7 +179,7 @@ impl ViewService {
                 return Ok(created);
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// Inserts a new view's row (created or registered) with its event: `None` when the
@@ -347,7 +346,7 @@ impl ViewService {
                 Err(failure) => return Err(failure.into()),
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The namespace"))
     }
 
     /// Renames a view within its namespace; its grants (by name) move with it.

@@ -10,7 +10,6 @@ use uuid::Uuid;
 use super::{ViewService, answer, files, parse_view_metadata, stamp_version};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::metadata::{Codec, metadata_file_location};
-use crate::catalog::namespaces::busy;
 use crate::catalog::tables::placement::{check_location, explicit_directory};
 use crate::catalog::tables::{read_registered_file, registrable_file};
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names, storage};
@@ -251,7 +250,7 @@ impl ViewService {
                 return Ok(registered);
             }
         }
-        Err(busy())
+        Err(CatalogError::contended("The view"))
     }
 }
 
