@@ -69,7 +69,8 @@ import urllib.request
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import Callable
 
 import pyarrow as pa
@@ -100,9 +101,12 @@ from pyiceberg.transforms import (
     YearTransform,
 )
 from pyiceberg.types import (
+    BinaryType,
     BooleanType,
     DateType,
+    DecimalType,
     DoubleType,
+    FixedType,
     FloatType,
     IntegerType,
     ListType,
@@ -114,6 +118,9 @@ from pyiceberg.types import (
     TimestampNanoType,
     TimestampType,
     TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
 )
 
 Sequence = Callable[[object, str], None]
@@ -1122,6 +1129,45 @@ def v3_create_types_and_defaults(catalog, ident):
             u.add_field("event.seen", HourTransform(), "seen_hour")
     with step("set properties"):
         load(catalog, ident).transaction().set_properties({"owner": "v3", "commit.retry.num-retries": "3"}).commit_transaction()
+
+
+@sequence
+def v3_defaults_of_every_primitive_type(catalog, ident):
+    """Single values written as Java's SingleValueParser writes them: a float default in the
+    shortest form of its 32-bit value (22.27, never 22.270000457763672), and every other
+    primitive type's default as the oracle writes it."""
+    with step("create v3"):
+        catalog.create_table(ident, schema=base_schema(), properties=dict(V3))
+        v3_created()
+    with step("add a defaulted column of every primitive type"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("d_bool", BooleanType(), default_value=True)
+            u.add_column("d_int", IntegerType(), default_value=-7)
+            u.add_column("d_long", LongType(), default_value=2**40 + 3)
+            u.add_column("d_float", FloatType(), default_value=22.27)
+            u.add_column("d_double", DoubleType(), default_value=22.27)
+            u.add_column("d_decimal", DecimalType(9, 2), default_value=Decimal("123.45"))
+            u.add_column("d_date", DateType(), default_value=date(2017, 11, 16))
+            u.add_column("d_time", TimeType(), default_value=time(22, 31, 8, 123456))
+            u.add_column("d_ts", TimestampType(), default_value=datetime(2017, 11, 16, 22, 31, 8, 123456))
+            u.add_column("d_tstz", TimestamptzType(),
+                         default_value=datetime(2017, 11, 16, 22, 31, 8, 123456, tzinfo=timezone.utc))
+            u.add_column("d_string", StringType(), default_value="floe")
+            u.add_column("d_uuid", UUIDType(), default_value=uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7"))
+            u.add_column("d_fixed", FixedType(3), default_value=b"\x01\xab\xff")
+            u.add_column("d_binary", BinaryType(), default_value=b"\xca\xfe")
+    with step("float and double defaults at their edges"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("f_tenth", FloatType(), default_value=0.1)
+            u.add_column("f_max", FloatType(), default_value=3.4028235e38)
+            u.add_column("f_negative", FloatType(), default_value=-1.5)
+            u.add_column("d_tenth", DoubleType(), default_value=0.1)
+            u.add_column("d_max", DoubleType(), default_value=1.7976931348623157e308)
+    with step("a struct with a float default"):
+        with load(catalog, ident).update_schema() as u:
+            u.add_column("reading", StructType(NestedField(900, "level", FloatType(), required=False)))
+        with load(catalog, ident).update_schema() as u:
+            u.set_default_value(("reading", "level"), 0.3)
 
 
 @sequence

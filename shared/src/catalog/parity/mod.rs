@@ -21,6 +21,8 @@
 //! - [`format_versions`]: nanosecond timestamps, initial defaults and encryption properties only
 //!   in format version 3 (Java's `Schema.checkCompatibility` and
 //!   `EncryptionUtil.checkCompatibility`); the crate's builder takes them in any version.
+//! - [`single_values`]: field defaults of type `float` in their shortest form (Java's
+//!   `SingleValueParser` writes `Float.toString`); the crate widens them to `f64` first.
 //! - [`refs_v1`]: format-version 1 tables keep their branches and tags (Java writes `refs` for
 //!   every version; the crate neither writes nor reads them for v1).
 //!
@@ -35,5 +37,6 @@ pub mod fresh_ids;
 pub mod order;
 pub mod refs_v1;
 pub mod requirements;
+pub mod single_values;
 pub mod specs;
 pub mod splice;

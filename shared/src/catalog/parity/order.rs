@@ -52,6 +52,7 @@ pub fn to_java_json(
     let mut document = serde_json::to_value(metadata)?;
     if let Value::Object(fields) = &mut document {
         super::specs::restore(fields);
+        super::single_values::java_document(fields);
         match metadata.format_version() {
             iceberg::spec::FormatVersion::V1 => {
                 let refs = v1_refs

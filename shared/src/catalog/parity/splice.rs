@@ -230,7 +230,14 @@ fn small_fields(next: &TableMetadata, version: FormatVersion) -> Option<Map<Stri
         Value::from(next.last_updated_ms()),
     );
     fields.insert("last-column-id".into(), Value::from(next.last_column_id()));
-    let schemas: Option<Vec<Value>> = next.schemas_iter().map(|s| value(s.as_ref())).collect();
+    let schemas: Option<Vec<Value>> = next
+        .schemas_iter()
+        .map(|s| {
+            let mut schema = value(s.as_ref())?;
+            super::single_values::java_schema(&mut schema);
+            Some(schema)
+        })
+        .collect();
     fields.insert("schemas".into(), Value::Array(schemas?));
     fields.insert(
         "current-schema-id".into(),

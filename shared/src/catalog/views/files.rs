@@ -35,6 +35,11 @@ pub fn serialize(metadata: &ViewMetadata) -> Result<Bytes> {
             items.sort_by_key(|item| item.get(id).and_then(Value::as_i64).unwrap_or_default());
         }
     }
+    if let Some(Value::Array(schemas)) = value.get_mut("schemas") {
+        schemas
+            .iter_mut()
+            .for_each(crate::catalog::parity::single_values::java_schema);
+    }
     serde_json::to_vec(&value)
         .map(Bytes::from)
         .map_err(|e| CatalogError::Internal(format!("Cannot serialize view metadata: {e}")))
