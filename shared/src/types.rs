@@ -169,6 +169,10 @@ impl TableAnswer for ReadyAnswer {
 /// The delegation part of the tag of an answer without vended credentials.
 pub const NO_DELEGATION: &str = "none";
 
+/// The delegation part of the tag of an answer that was asked for vended credentials and
+/// supplies none (the bucket's static keys stay with the catalog).
+pub const UNVENDED: &str = "unvended";
+
 /// The entity tag of a table answer: a digest of everything its body is made of (the org,
 /// the metadata file's SHA-256 and how it was trimmed, the delegation and access level, its
 /// location, the client config and the vended credentials), computed without hashing the

@@ -202,3 +202,30 @@ def test_refused_requests_write_nothing(signed):
         assert body["error"]["type"] == "ForbiddenException"
     # Signed or not, nothing reached the bucket.
     assert signed.objects() == before
+
+
+def test_an_engine_with_its_own_keys_asks_for_vended_credentials_and_gets_none(signed):
+    """PyIceberg sends `X-Iceberg-Access-Delegation: vended-credentials` by default. On a bucket
+    whose keys the catalog keeps, the spec lets the server supply "none of the requested
+    mechanisms": the table loads with the bucket's endpoint and region, no credentials, and an
+    engine holding keys of its own (a team bringing its storage keys to its engines) reads and
+    writes with them."""
+    access_key_id, secret_access_key = signed.keys
+    catalog = load_catalog(
+        "own-keys-" + uuid.uuid4().hex[:6], type="rest", uri=signed.uri, warehouse=WAREHOUSE,
+        token=signed.token,
+        **{"header.X-Iceberg-Access-Delegation": "vended-credentials",
+           "s3.access-key-id": access_key_id, "s3.secret-access-key": secret_access_key})
+    ns = "own_" + uuid.uuid4().hex[:8]
+    catalog.create_namespace(ns)
+    table = catalog.create_table(f"{ns}.orders", schema=SCHEMA)
+    table.append(pa.table({"id": [1, 2], "item": ["tea", "cake"]}, schema=SCHEMA))
+    read = catalog.load_table(f"{ns}.orders").scan().to_arrow().sort_by("id")
+    assert read.column("item").to_pylist() == ["tea", "cake"]
+    loaded = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"{signed.uri}/v1/{WAREHOUSE}/namespaces/{ns}/tables/orders",
+        headers={"Authorization": f"Bearer {signed.token}",
+                 "X-Iceberg-Access-Delegation": "vended-credentials"})).read())
+    assert "storage-credentials" not in loaded
+    assert loaded["config"]["s3.endpoint"] == signed.moto
+    assert access_key_id not in json.dumps(loaded) and secret_access_key not in json.dumps(loaded)

@@ -248,13 +248,6 @@ impl TableService {
                     override_bucket.as_deref(),
                 )
                 .await?;
-            // Refused before anything is written: the table must not exist when its answer fails.
-            if let Err(refused) =
-                self.delivery(ctx, &ns.row, &placement.bucket, &request.name, options)
-            {
-                self.release(&placement).await;
-                return Err(refused);
-            }
             let built = parity::fresh_ids::new_table_metadata(parity::fresh_ids::NewTable {
                 schema: request.schema.clone(),
                 spec: spec.clone(),
@@ -611,7 +604,11 @@ impl TableService {
             .await?;
         let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
         if signing::signs(&bucket) && !self.hands_out_static_keys(ctx, &ns, &bucket, table) {
-            return Err(signing::no_static_keys(&bucket));
+            // The keys stay with the catalog: no credentials to supply ("none" is the spec's
+            // answer too), and the engine signs through the sign route or uses keys of its own.
+            return Ok(LoadCredentialsResponse {
+                storage_credentials: Vec::new(),
+            });
         }
         let (_, vended) = self
             .vend(ctx, &ns, &bucket, table, row.row.directory())
@@ -769,8 +766,9 @@ impl TableService {
 
     /// How an answer about `table` lets this caller reach its files, from what the request
     /// asked for and the bucket: static keys are handed out only where [`hands_out_static_keys`]
-    /// says so, otherwise such storage is signed, and an engine that asked for vended
-    /// credentials only gets the 400 that tells it to remote-sign.
+    /// says so, otherwise such storage is signed when the engine asked for remote signing, and
+    /// reached with the engine's own keys when it asked for vended credentials alone (the spec
+    /// lets the server supply "any or none of the requested mechanisms").
     ///
     /// [`hands_out_static_keys`]: Self::hands_out_static_keys
     fn delivery(
@@ -780,19 +778,19 @@ impl TableService {
         bucket: &BucketRow,
         table: &str,
         options: TableRequestOptions,
-    ) -> Result<Delivery> {
+    ) -> Delivery {
         if !options.vend_credentials && !options.remote_signing {
-            return Ok(Delivery::Plain);
+            return Delivery::Plain;
         }
         if !signing::signs(bucket)
             || (options.vend_credentials && self.hands_out_static_keys(ctx, ns, bucket, table))
         {
-            return Ok(Delivery::Vended);
+            return Delivery::Vended;
         }
         if options.remote_signing {
-            Ok(Delivery::Signed)
+            Delivery::Signed
         } else {
-            Err(signing::no_static_keys(bucket))
+            Delivery::Unvended
         }
     }
 
@@ -821,7 +819,7 @@ impl TableService {
         metadata: (Bytes, String),
         options: TableRequestOptions,
     ) -> Result<(LoadTableResult, Delivery)> {
-        let delivery = self.delivery(ctx, at.ns, at.bucket, at.name, options)?;
+        let delivery = self.delivery(ctx, at.ns, at.bucket, at.name, options);
         let (delegation, vended) = match delivery {
             Delivery::Signed => {
                 let mut config = self.s3_settings(at.bucket);
@@ -850,6 +848,13 @@ impl TableService {
                     AccessLevel::ReadWrite => "vended-write",
                 };
                 (delegation, vended)
+            }
+            Delivery::Unvended => {
+                let settings = Vended {
+                    config: self.s3_settings(at.bucket),
+                    ..Vended::default()
+                };
+                (crate::types::UNVENDED, settings)
             }
             Delivery::Plain => {
                 let config = self.core.vendor.storage_config(at.bucket);
@@ -890,6 +895,10 @@ enum Delivery {
     Vended,
     /// The table's sign route; the keys stay with the catalog.
     Signed,
+    /// Vended credentials were asked for on a bucket whose static keys the catalog keeps: none
+    /// are supplied, and the engine reaches the bucket (endpoint, region and addressing given)
+    /// with keys of its own.
+    Unvended,
 }
 
 /// A table and the storage it lives on, for building its LoadTableResult.

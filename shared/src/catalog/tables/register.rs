@@ -98,7 +98,6 @@ impl TableService {
             let registered = read_registered_file(&*objects, &file).await?;
             let metadata = parse_metadata(&registered.json)?;
             placement::check_paths(&metadata, &site.directory, None)?;
-            self.delivery(ctx, &ns.row, &site.bucket, &request.name, options)?;
             let replaced = existing.as_ref().map(|e| &e.row);
             let marker = match &site.claim {
                 SiteClaim::Prefix(_) => {

@@ -162,12 +162,3 @@ pub(crate) fn signs(bucket: &BucketRow) -> bool {
         BucketAuth::Hmac { .. } | BucketAuth::SealedHmac { .. }
     )
 }
-
-/// The answer to an engine that asked for vended credentials on a static-key bucket it may not
-/// receive the keys of.
-pub(crate) fn no_static_keys(bucket: &BucketRow) -> CatalogError {
-    CatalogError::BadRequest(format!(
-        "This table's bucket ('{}') has static keys, which the catalog does not hand out: its storage is reached through remote signing. Send X-Iceberg-Access-Delegation: remote-signing with a FileIO that signs (PyIceberg: pyiceberg.io.fsspec.FsspecFileIO; Java: S3FileIO)",
-        bucket.nickname
-    ))
-}
