@@ -751,9 +751,11 @@ async fn every_principal_every_target_every_route() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Table grants are bound to names: a drop keeps them with the dropped table (a new table of the
-/// name does not inherit them; a restore brings them back), and a rename carries them to the new
-/// name, merged with grants already there (the higher action wins).
+/// Table grants are bound to names (the reference: "They survive a table being dropped and
+/// recreated under the same name, and renameTable carries them along to the new name"), merged
+/// with grants already on the new name (the higher action wins). A dropped table holds none of
+/// its own: restored under its old name it is covered by that name's grants, under a new name by
+/// the new name's.
 #[tokio::test]
 async fn table_grants_follow_names_across_drop_recreate_and_rename() {
     let c = TestCatalog::new().await;
@@ -761,16 +763,17 @@ async fn table_grants_follow_names_across_drop_recreate_and_rename() {
     c.create_table("gg", "a").await;
     let admin = admin_context(&c).await;
     let (principal, token) = principal_without_role(&c, "follower").await;
-    c.catalog
-        .access
-        .put_grant(&admin, "gg", &principal.id, Some("a"), Action::Write)
-        .await
-        .unwrap();
-    c.catalog
-        .access
-        .put_grant(&admin, "gg", &principal.id, Some("b"), Action::Read)
-        .await
-        .unwrap();
+    for (table, action) in [
+        ("a", Action::Write),
+        ("b", Action::Read),
+        ("d", Action::Read),
+    ] {
+        c.catalog
+            .access
+            .put_grant(&admin, "gg", &principal.id, Some(table), action)
+            .await
+            .unwrap();
+    }
     let load = |table: &'static str| {
         let (c, token) = (&c, token.clone());
         async move {
@@ -780,54 +783,205 @@ async fn table_grants_follow_names_across_drop_recreate_and_rename() {
                 .as_u16()
         }
     };
+    let commit = |table: &'static str| {
+        let (c, token) = (&c, token.clone());
+        async move {
+            let body = json!({"requirements": [], "updates": [
+                {"action": "set-properties", "updates": {"by": "follower"}}
+            ]});
+            c.post_as(&token, &table_path("gg", table), body)
+                .await
+                .status
+                .as_u16()
+        }
+    };
     assert_eq!(load("a").await, 200);
-    let dropped_uuid = c.get(&table_path("gg", "a")).await.assert_ok(200)["metadata"]["table-uuid"]
+    let first = c.get(&table_path("gg", "a")).await.assert_ok(200)["metadata"]["table-uuid"]
         .as_str()
         .unwrap()
         .to_owned();
     assert_eq!(c.delete(&table_path("gg", "a")).await.status.as_u16(), 204);
+    assert_eq!(load("a").await, 404, "the name's grant outlives its table");
     c.create_table("gg", "a").await;
     assert_eq!(
         load("a").await,
-        403,
-        "the grant went with the dropped table: a new table of its name does not inherit it"
+        200,
+        "a table created under the name is covered"
     );
-    assert_eq!(c.delete(&table_path("gg", "a")).await.status.as_u16(), 204);
+    assert_eq!(commit("a").await, 200, "with the grant's action");
+
+    // Renamed, the table takes the name's grants along.
+    c.post(
+        &format!("/v1/{ORG}/tables/rename"),
+        rename_body("gg", "a", "t1r"),
+    )
+    .await
+    .assert_ok(204);
+    assert_eq!(load("t1r").await, 200, "renameTable carries the grants");
+    assert_eq!(commit("t1r").await, 200);
+
+    // The first table, restored under its old name, is covered by that name's grants: none
+    // now, since the rename carried them away.
     c.management(
         Method::POST,
-        &format!("/orgs/{ORG}/namespaces/gg/deleted-tables/{dropped_uuid}/restore"),
+        &format!("/orgs/{ORG}/namespaces/gg/deleted-tables/{first}/restore"),
         ADMIN_TOKEN,
         None,
     )
     .await
     .assert_ok(200);
-    assert_eq!(load("a").await, 200, "and comes back with it");
+    assert_eq!(
+        load("a").await,
+        403,
+        "a dropped table brought back no grant"
+    );
+    // Dropped again and restored under `d`, it is covered by `d`'s grant.
+    assert_eq!(c.delete(&table_path("gg", "a")).await.status.as_u16(), 204);
+    c.management(
+        Method::POST,
+        &format!("/orgs/{ORG}/namespaces/gg/deleted-tables/{first}/restore"),
+        ADMIN_TOKEN,
+        Some(json!({"name": "d"})),
+    )
+    .await
+    .assert_ok(200);
+    assert_eq!(load("d").await, 200);
+    assert_eq!(commit("d").await, 403, "read, as granted on `d`");
 
-    let rename = json!({
-        "source": {"namespace": ["gg"], "name": "a"},
-        "destination": {"namespace": ["gg"], "name": "b"}
-    });
-    c.post(&format!("/v1/{ORG}/tables/rename"), rename)
-        .await
-        .assert_ok(204);
+    // A rename onto a name with grants merges them: write beats read.
+    c.post(
+        &format!("/v1/{ORG}/tables/rename"),
+        rename_body("gg", "t1r", "b"),
+    )
+    .await
+    .assert_ok(204);
     let grants = c.catalog.access.list_grants(&admin, "gg").await.unwrap();
     assert_eq!(
         grants,
-        vec![floe::catalog::GrantView {
-            principal: principal.id.clone(),
-            action: Action::Write,
-            table: Some("b".into()),
-        }],
-        "carried to the new name and merged (write beats read)"
+        vec![
+            floe::catalog::GrantView {
+                principal: principal.id.clone(),
+                action: Action::Write,
+                table: Some("b".into()),
+            },
+            floe::catalog::GrantView {
+                principal: principal.id.clone(),
+                action: Action::Read,
+                table: Some("d".into()),
+            },
+        ],
+        "carried to the new name and merged"
     );
-    let commit = json!({"requirements": [], "updates": [
-        {"action": "set-properties", "updates": {"by": "follower"}}
-    ]});
-    c.post_as(&token, &table_path("gg", "b"), commit)
-        .await
-        .assert_ok(200);
+    assert_eq!(commit("b").await, 200);
     c.create_table("gg", "a").await;
     assert_eq!(load("a").await, 403, "nothing stays behind on the old name");
+}
+
+/// Dropped-table rows written while a drop moved the name's table grants onto the dropped
+/// table: the purge's run puts them back on their name (merged with what the name holds now),
+/// and so does a restore of such a row.
+#[tokio::test]
+async fn grants_an_earlier_version_kept_on_dropped_tables_go_back_to_their_names() {
+    use floe::model::{DroppedTableRow, GrantRow};
+
+    let c = TestCatalog::frozen().await;
+    c.create_namespace("kept").await;
+    let admin = admin_context(&c).await;
+    let (principal, token) = principal_without_role(&c, "keeper").await;
+    let load = |table: &'static str| {
+        let (c, token) = (&c, token.clone());
+        async move {
+            c.request(Method::GET, &table_path("kept", table), Some(&token), None)
+                .await
+                .status
+                .as_u16()
+        }
+    };
+    // Two dropped tables whose rows hold the grants of their names, as rows of the earlier
+    // version did (the grants themselves gone from the names).
+    let mut uuids = Vec::new();
+    for table in ["swept", "restored"] {
+        let uuid = c.create_table("kept", table).await["metadata"]["table-uuid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            c.delete(&table_path("kept", table)).await.status.as_u16(),
+            204
+        );
+        let ns = c
+            .catalog
+            .core
+            .lookups
+            .live_namespace(&admin, "kept")
+            .await
+            .unwrap();
+        let key = keys::dropped_table(&ns.row.id, &uuid);
+        let mut row = rows::get::<DroppedTableRow>(&*c.store, &key)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(row.row.grants.is_empty(), "a drop keeps no grant now");
+        row.row.grants = vec![GrantRow {
+            principal: principal.id.clone(),
+            namespace_id: ns.row.id.clone(),
+            table: Some(table.into()),
+            action: Action::Write,
+        }];
+        c.store
+            .write(vec![rows::put_indexed(
+                key,
+                &row.row,
+                Condition::VersionIs(row.version),
+                Some(keys::dropped_table_due(
+                    row.row.dropped_ms,
+                    &ns.row.id,
+                    &uuid,
+                )),
+            )])
+            .await
+            .unwrap();
+        uuids.push(uuid);
+    }
+    c.create_table("kept", "swept").await;
+    c.catalog.forget_cached();
+    assert_eq!(load("swept").await, 403, "the grant is still on the row");
+
+    // A restore gives its row's grants back to the name they came from.
+    c.management(
+        Method::POST,
+        &format!(
+            "/orgs/{ORG}/namespaces/kept/deleted-tables/{}/restore",
+            uuids[1]
+        ),
+        ADMIN_TOKEN,
+        None,
+    )
+    .await
+    .assert_ok(200);
+    assert_eq!(load("restored").await, 200);
+
+    // The purge's run gives back the rest, though the table is far from due.
+    let run = c.catalog.purge_due(c.now_ms()).await.unwrap();
+    assert_eq!(run.tables.grants_returned, 1, "{run:?}");
+    assert!(run.tables.purged.is_empty());
+    c.catalog.forget_cached();
+    assert_eq!(load("swept").await, 200, "the name has its grant back");
+    let grants: Vec<(Value, String)> = listed_grants(&c, "kept")
+        .await
+        .into_iter()
+        .map(|(table, _, action)| (table, action))
+        .collect();
+    assert_eq!(
+        grants,
+        vec![
+            (json!("restored"), "write".into()),
+            (json!("swept"), "write".into()),
+        ]
+    );
+    // Once given back, nothing is left to give.
+    let again = c.catalog.purge_due(c.now_ms()).await.unwrap();
+    assert_eq!(again.tables.grants_returned, 0);
 }
 
 /// The management API's grant listing of namespace `ns`, as (table, principal, action), sorted.

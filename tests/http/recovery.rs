@@ -1,4 +1,5 @@
-//! Dropped tables: recoverable for the recovery period with their grants and data, listed,
+//! Dropped tables: recoverable for the recovery period with their data (table grants stay on
+//! names, never with a dropped table), listed,
 //! restored (under their name or another), purged at the end of the period (their own
 //! directory and only it) or at once by an admin, and never both restored and purged.
 
@@ -71,7 +72,7 @@ fn after_the_period(c: &TestCatalog) -> u64 {
 }
 
 #[tokio::test]
-async fn a_dropped_table_comes_back_with_its_grants_and_data() {
+async fn a_dropped_table_comes_back_with_its_data_under_the_grants_of_its_name() {
     let c = TestCatalog::frozen().await;
     c.create_namespace("rec").await;
     let (uuid, location) = table_with_data(&c, "rec", "orders").await;
@@ -119,9 +120,10 @@ async fn a_dropped_table_comes_back_with_its_grants_and_data() {
         ]
     );
 
-    // The name is free at once, and a new table of it does not inherit the grant.
+    // The name is free at once, and its table grant stays on it (the reference: table grants
+    // survive a table being dropped and recreated under the same name).
     c.create_table("rec", "orders").await;
-    assert_eq!(load_as_reader("orders").await, 403);
+    assert_eq!(load_as_reader("orders").await, 200);
     restore(&c, "rec", &uuid, None)
         .await
         .assert_error(409, "AlreadyExistsException");
@@ -153,8 +155,13 @@ async fn a_dropped_table_comes_back_with_its_grants_and_data() {
     assert_eq!(back["metadata"], before["metadata"]);
     assert_eq!(
         load_as_reader("orders_v1").await,
+        403,
+        "a dropped table holds no grants: under a new name, that name's grants cover it"
+    );
+    assert_eq!(
+        load_as_reader("orders").await,
         200,
-        "its grant came back with it"
+        "the name keeps its grant"
     );
     assert!(listed(&c, "rec").await.is_empty());
     // It takes commits as before, in its own directory.

@@ -155,9 +155,9 @@ pub struct ViewRow {
     pub created_ms: u64,
 }
 
-/// A dropped table, recoverable until its purge: its row as it was when dropped, the
-/// table-grain grants that named it (moved here so that a new table of the same name does not
-/// inherit them), and the purge's bookkeeping. Its directory stays claimed until the purge.
+/// A dropped table, recoverable until its purge: its row as it was when dropped and the purge's
+/// bookkeeping. Its directory stays claimed until the purge. It holds no grants: table grants
+/// stay on their names.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DroppedTableRow {
     pub org: String,
@@ -165,7 +165,10 @@ pub struct DroppedTableRow {
     pub namespace: String,
     pub table: TableRow,
     pub dropped_ms: u64,
-    #[serde(default)]
+    /// Table grants an earlier version moved here from the name on a drop; put back on the name
+    /// by the next write of this row or the purge's run (`return_kept_grants`). Never written
+    /// non-empty now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grants: Vec<super::GrantRow>,
     /// Whether the purge deletes the table's files (else it removes only what the catalog
     /// keeps: rows, claims, grants). True unless the namespace's policy keeps dropped tables'

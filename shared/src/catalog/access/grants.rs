@@ -377,64 +377,50 @@ impl AccessService {
         Ok(writes)
     }
 
-    /// The grants on table `name`, and the writes that remove them (listing rows and grantee
-    /// entries), for a drop that keeps them with the dropped table. Bounded like a rename's.
-    pub(crate) async fn detach_grants(
+    /// The writes that put the grants a dropped-table row kept (rows written while a drop
+    /// moved its name's table grants onto the dropped table) back on the name they came from,
+    /// merged with the grants on it now: a principal holding both keeps the higher action.
+    /// Nothing for a row that kept none. They join the write that changes or removes the row.
+    pub(crate) async fn return_kept_grants(
         store: &dyn MetaStore,
-        ctx: &OrgContext,
         ns: &NamespaceRow,
-        name: &str,
-    ) -> Result<(Vec<GrantRow>, Vec<Write>)> {
-        let held = Self::grants_on(store, ns, name).await?;
-        if held.len() > MAX_CARRIED_GRANTS {
-            return Err(CatalogError::CommitFailed(format!(
-                "Table {}.{name} has {} grants; a drop keeps at most {MAX_CARRIED_GRANTS} for its recovery: remove some first",
-                ns.name,
-                held.len()
-            )));
+        dropped: &crate::model::DroppedTableRow,
+    ) -> Result<Vec<Write>> {
+        if dropped.grants.is_empty() {
+            return Ok(Vec::new());
         }
-        let mut by_principal: BTreeMap<String, GrantRow> = BTreeMap::new();
-        let mut writes = Vec::with_capacity(held.len() * 2);
-        for (listed_at, grant) in held {
-            writes.push(Write::Delete {
-                key: listed_at,
-                condition: Condition::Always,
-            });
-            writes.push(Write::Delete {
-                key: keys::grantee(&ctx.org.name, &grant.principal, &ns.id, Some(name)),
-                condition: Condition::Always,
-            });
-            let kept = by_principal
-                .entry(grant.principal.clone())
-                .or_insert_with(|| grant.clone());
-            kept.action = kept.action.max(grant.action);
+        let name = dropped.table.name.as_str();
+        let mut returned: BTreeMap<&str, Action> = BTreeMap::new();
+        for grant in &dropped.grants {
+            let held = returned
+                .entry(grant.principal.as_str())
+                .or_insert(grant.action);
+            *held = (*held).max(grant.action);
         }
-        Ok((by_principal.into_values().collect(), writes))
-    }
-
-    /// The writes that give `grants` (kept by a drop) to table `name` of `ns` again.
-    pub(crate) fn reattach_grants(
-        ctx: &OrgContext,
-        ns: &NamespaceRow,
-        name: &str,
-        grants: &[GrantRow],
-    ) -> Vec<Write> {
-        let mut writes = Vec::with_capacity(grants.len() * 2);
-        for grant in grants {
+        let present: BTreeMap<String, Action> = Self::grants_on(store, ns, name)
+            .await?
+            .into_iter()
+            .map(|(_, grant)| (grant.principal, grant.action))
+            .collect();
+        let mut writes = Vec::with_capacity(returned.len() * 2);
+        for (principal, action) in returned {
+            if present.get(principal).is_some_and(|held| *held >= action) {
+                continue;
+            }
             let row = GrantRow {
-                principal: grant.principal.clone(),
+                principal: principal.to_owned(),
                 namespace_id: ns.id.clone(),
                 table: Some(name.to_owned()),
-                action: grant.action,
+                action,
             };
             for key in [
-                keys::grant(&ns.id, Some(name), &grant.principal),
-                keys::grantee(&ctx.org.name, &grant.principal, &ns.id, Some(name)),
+                keys::grant(&ns.id, Some(name), principal),
+                keys::grantee(&dropped.org, principal, &ns.id, Some(name)),
             ] {
                 writes.push(rows::put(key, &row, Condition::Always));
             }
         }
-        writes
+        Ok(writes)
     }
 
     /// The listing rows of the grants on one table, each with the key it lies at: under

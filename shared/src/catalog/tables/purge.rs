@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{TableService, placement};
+use crate::catalog::access::AccessService;
 use crate::catalog::namespaces::purge::{DELETE_BATCH, DroppedTables, Failure, backoff, purger};
 use crate::catalog::storage;
 use crate::core::{AsRead, Change, ChangeFailure, Core};
@@ -43,7 +44,18 @@ pub struct DroppedPurgeReport {
     pub objects_deleted: u64,
     /// Index entries whose table was restored, not due, or changed while this run handled it.
     pub skipped: u64,
+    /// Dropped tables whose kept table grants (rows of an earlier version) this run put back
+    /// on their names.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub grants_returned: u64,
 }
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Dropped-table rows one purge run reads for table grants an earlier version kept on them.
+pub const KEPT_GRANTS_PER_RUN: usize = 1_000;
 
 /// How one dropped table ended, short of a failure.
 enum Outcome {
@@ -75,7 +87,10 @@ impl TableService {
             .store
             .query_index(keys::DROPPED_TABLES, &upto, max_tables)
             .await?;
-        let mut report = DroppedPurgeReport::default();
+        let mut report = DroppedPurgeReport {
+            grants_returned: self.return_kept_grants(KEPT_GRANTS_PER_RUN).await?,
+            ..DroppedPurgeReport::default()
+        };
         for key in candidates {
             let mut deleted = 0;
             let outcome = purge_dropped_table(&self.core, &key, Some(cutoff), &mut deleted).await;
@@ -93,6 +108,66 @@ impl TableService {
             }
         }
         Ok(report)
+    }
+}
+
+impl TableService {
+    /// Puts the table grants that dropped-table rows of an earlier version kept (a drop then
+    /// moved its name's grants onto the dropped table) back on the names they came from,
+    /// reading at most `max_rows` rows; answers how many rows gave grants back. A row that
+    /// changes meanwhile, or whose namespace is deleted, keeps them for a later run (a restore
+    /// or the purge gives them back too). Once no such row is left, this reads and writes
+    /// nothing else.
+    pub async fn return_kept_grants(&self, max_rows: usize) -> crate::error::Result<u64> {
+        let keys = self
+            .core
+            .store
+            .query_index(keys::DROPPED_TABLES, "~", max_rows)
+            .await?;
+        let mut returned = 0;
+        for key in keys {
+            let Some(dropped) = rows::get::<DroppedTableRow>(&*self.core.store, &key).await? else {
+                continue;
+            };
+            if dropped.row.grants.is_empty() {
+                continue;
+            }
+            let org = dropped.row.org.clone();
+            let Some(ns) = rows::get::<NamespaceRow>(
+                &*self.core.store,
+                &keys::namespace(&org, &dropped.row.namespace),
+            )
+            .await?
+            .map(|ns| ns.row)
+            .filter(|ns| ns.id == dropped.row.table.namespace_id && ns.deleted_ms.is_none()) else {
+                continue;
+            };
+            let mut writes =
+                AccessService::return_kept_grants(&*self.core.store, &ns, &dropped.row).await?;
+            let mut emptied = dropped.row.clone();
+            emptied.grants.clear();
+            writes.push(rows::put_indexed(
+                key.clone(),
+                &emptied,
+                Condition::VersionIs(dropped.version),
+                Some(index_key(&emptied)),
+            ));
+            match self
+                .core
+                .changes
+                .write_unrecorded(Change::as_read(writes))
+                .await
+            {
+                Ok(()) => {
+                    self.core.lookups.org_access_changed(&org);
+                    tracing::info!(table = %label(&dropped.row), grants = dropped.row.grants.len(), "kept table grants returned to their name");
+                    returned += 1;
+                }
+                Err(ChangeFailure::Refused(AsRead) | ChangeFailure::Contended) => {}
+                Err(failure) => return Err(failure.into()),
+            }
+        }
+        Ok(returned)
     }
 }
 
@@ -232,6 +307,10 @@ async fn purge_fetched(
             condition: Condition::Always,
         },
     ];
+    if ns.deleted_ms.is_none() {
+        // Grants an earlier version kept on the row go back to their name.
+        writes.extend(AccessService::return_kept_grants(&*core.store, &ns, row).await?);
+    }
     if row.purge_files {
         let directory = purgeable_directory(&ns, &bucket, row)?;
         let objects = core.lookups.objects_for(&bucket).await?;

@@ -1,11 +1,17 @@
 //! Dropped tables stay recoverable for the recovery period (seven days): a drop moves the
-//! table's row, with the table-grain grants that named it, to a dropped-table row keyed by the
-//! table's uuid, in the same atomic write that frees its name. Its directory stays claimed, so
-//! nothing else can take it, and no file is touched until the purge (`purge.rs`) takes it at the
-//! end of the period, or sooner when an admin asks.
+//! table's row to a dropped-table row keyed by the table's uuid, in the same atomic write that
+//! frees its name. Its directory stays claimed, so nothing else can take it, and no file is
+//! touched until the purge (`purge.rs`) takes it at the end of the period, or sooner when an
+//! admin asks.
 //!
-//! A restore puts the row back (under its name or a new one) with its grants, unless the name is
-//! taken (409) or the purge has fenced it (then nothing recoverable has that uuid: 404).
+//! Table grants are bound to names (the reference: they survive a table being dropped and
+//! recreated under the same name): a drop leaves them where they are, and a dropped table holds
+//! none of its own. A restore puts the row back under its name or a new one, where that name's
+//! grants cover it, unless the name is taken (409) or the purge has fenced it (then nothing
+//! recoverable has that uuid: 404). Dropped-table rows written while drops moved the name's
+//! grants onto them carry those grants in `grants`: every write that touches such a row puts
+//! them back on the name they came from ([`AccessService::return_kept_grants`]), and the
+//! purge's run does it for the rest.
 
 use serde::{Deserialize, Serialize};
 
@@ -129,8 +135,6 @@ impl TableService {
                 Action::Write,
             )?;
             let row = self.core.lookups.table_row(&ns.row, table).await?;
-            let (grants, grant_removals) =
-                AccessService::detach_grants(&*self.core.store, ctx, &ns.row, table).await?;
             let retains = ns
                 .row
                 .properties
@@ -141,7 +145,7 @@ impl TableService {
                 namespace: ns.row.name.clone(),
                 table: row.row.clone(),
                 dropped_ms: self.core.clock.now_ms(),
-                grants,
+                grants: Vec::new(),
                 purge_files: purge_requested || !retains,
                 purge_requested_ms: None,
                 purging: None,
@@ -150,7 +154,7 @@ impl TableService {
                 purge_index_ms: None,
             };
             let [count, removal] = super::leaving_namespace(ctx, &ns, table, row.token);
-            let mut writes = vec![
+            let writes = vec![
                 count,
                 removal,
                 rows::put_indexed(
@@ -160,7 +164,6 @@ impl TableService {
                     Some(index_key(&dropped)),
                 ),
             ];
-            writes.extend(grant_removals);
             let event = Draft::new(
                 Kind::TableDropped,
                 &ctx.org.name,
@@ -177,7 +180,6 @@ impl TableService {
                 .await
             {
                 Ok(()) => {
-                    self.core.lookups.org_access_changed(&ctx.org.name);
                     tracing::info!(audit = "table", org = %ctx.org.name, namespace, table, uuid = %row.row.id, by = %ctx.principal.id, purge_files = dropped.purge_files, "table dropped; recoverable until its purge");
                     return Ok(());
                 }
@@ -214,9 +216,9 @@ impl TableService {
         .await?)
     }
 
-    /// Brings a dropped table back, with its grants, under its name or `request.name` (write on
-    /// the namespace). 409 when that name is a table's or a view's; 404 when nothing
-    /// recoverable has the uuid (never dropped here, purged, or being purged).
+    /// Brings a dropped table back under its name or `request.name` (write on the namespace),
+    /// where that name's table grants cover it. 409 when that name is a table's or a view's;
+    /// 404 when nothing recoverable has the uuid (never dropped here, purged, or being purged).
     pub async fn restore_table(
         &self,
         ctx: &OrgContext,
@@ -278,12 +280,9 @@ impl TableService {
                     condition: Condition::VersionIs(dropped.version),
                 },
             ];
-            writes.extend(AccessService::reattach_grants(
-                ctx,
-                &ns.row,
-                &name,
-                &dropped.row.grants,
-            ));
+            writes.extend(
+                AccessService::return_kept_grants(&*self.core.store, &ns.row, &dropped.row).await?,
+            );
             let event = Draft::new(
                 Kind::TableRestored,
                 &ctx.org.name,
