@@ -449,3 +449,159 @@ async fn an_unregister_whose_answer_was_lost_is_answered_again() {
         .await
         .assert_error(404, "NoSuchTableException");
 }
+
+/// The management API's list of a namespace's dropped tables.
+async fn dropped_tables(c: &TestCatalog, ns: &str) -> Vec<Value> {
+    c.management(
+        http::Method::GET,
+        &format!("/orgs/{ORG}/namespaces/{ns}/deleted-tables"),
+        ADMIN_TOKEN,
+        None,
+    )
+    .await
+    .assert_ok(200)["tables"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The events of one type, in order.
+async fn events_of(c: &TestCatalog, kind: &str) -> Vec<Value> {
+    let events = c
+        .management(
+            http::Method::GET,
+            &format!("/orgs/{ORG}/events"),
+            ADMIN_TOKEN,
+            None,
+        )
+        .await;
+    events.assert_ok(200)["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// Drop then register, the way Java catalogs are used (PyIceberg's own `test_register_table`,
+/// Spark's `CALL system.register_table` after `DROP TABLE`): the metadata file a recoverable
+/// dropped table recorded last registers the table in its namespace again, under any name. The
+/// dropped entry leaves the recovery list, its directory passes to the registered table, no file
+/// is touched, and one `registered` event says so.
+#[tokio::test]
+async fn a_dropped_tables_own_file_registers_it_again() {
+    let c = TestCatalog::new().await;
+    let source = source_table(&c, "undo").await;
+    let location = source["metadata"]["location"].as_str().unwrap().to_owned();
+    let uuid = source["metadata"]["table-uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let files = c.files_under(&location).await;
+    c.delete(&table_path("undo", "source")).await.assert_ok(204);
+    assert_eq!(dropped_tables(&c, "undo").await.len(), 1);
+
+    let registered = c
+        .post(
+            &register_path("undo"),
+            register_body("back", &own_file(&source)),
+        )
+        .await;
+    let body = registered.assert_ok(200);
+    assert_eq!(body["metadata-location"], source["metadata-location"]);
+    assert_eq!(body["metadata"], source["metadata"]);
+    assert!(
+        dropped_tables(&c, "undo").await.is_empty(),
+        "off the recovery list"
+    );
+    assert_eq!(c.files_under(&location).await, files, "no file touched");
+    let events = events_of(&c, "io.floe.table.registered").await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["data"]["table"], "back");
+    assert_eq!(events[0]["data"]["table-uuid"], uuid.as_str());
+
+    // The table is whole again: it loads, takes commits in its directory, and nothing
+    // recoverable has its uuid any more.
+    c.get(&table_path("undo", "back")).await.assert_ok(200);
+    let committed = c.append_snapshot(ADMIN_TOKEN, "undo", "back", 2).await;
+    let next = committed.assert_ok(200)["metadata-location"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(next.starts_with(&format!("{location}/metadata/")), "{next}");
+    c.management(
+        http::Method::POST,
+        &format!("/orgs/{ORG}/namespaces/undo/deleted-tables/{uuid}/restore"),
+        ADMIN_TOKEN,
+        None,
+    )
+    .await
+    .assert_error(404, "NoSuchTableException");
+    // Dropped again, the directory is the dropped table's once more: the same drop-then-register
+    // works twice.
+    c.delete(&table_path("undo", "back")).await.assert_ok(204);
+    c.post(&register_path("undo"), register_body("source", &next))
+        .await
+        .assert_ok(200);
+}
+
+/// Only a file the catalog can verify as a dropped table's own takes it over: an older file of
+/// its history, a file changed since it was recorded, another namespace's registration of it,
+/// and a live table's directory stay refused, and nothing changes.
+#[tokio::test]
+async fn only_a_dropped_tables_verified_file_takes_it_over() {
+    let c = TestCatalog::new().await;
+    let source = source_table(&c, "guard").await;
+    let older = own_file(&source);
+    let current = c.append_snapshot(ADMIN_TOKEN, "guard", "source", 2).await;
+    let current = current.assert_ok(200).clone();
+    let latest = own_file(&current);
+    c.create_namespace("elsewhere").await;
+    c.create_table("guard", "live").await;
+    let live = c.get(&table_path("guard", "live")).await;
+    let live_file = own_file(live.assert_ok(200));
+    c.delete(&table_path("guard", "source"))
+        .await
+        .assert_ok(204);
+
+    let mut cases = vec![
+        ("an older file of the dropped table", "guard", older.clone()),
+        (
+            "the dropped table's file, from another namespace",
+            "elsewhere",
+            latest.clone(),
+        ),
+        ("a live table's file", "guard", live_file),
+    ];
+    for (case, ns, file) in &cases {
+        let answer = c
+            .post(&register_path(ns), register_body("taken", file))
+            .await;
+        assert_eq!(answer.status.as_u16(), 400, "{case}: {}", answer.body);
+        answer.assert_error(400, "BadRequestException");
+        c.get(&table_path(ns, "taken"))
+            .await
+            .assert_error(404, "NoSuchTableException");
+    }
+    assert_eq!(dropped_tables(&c, "guard").await.len(), 1);
+
+    // Changed since the catalog recorded it: the same name, other bytes.
+    let mut changed = current["metadata"].clone();
+    changed["properties"]["changed"] = json!("after the drop");
+    c.overwrite(&latest, serde_json::to_vec(&changed).unwrap())
+        .await;
+    cases = vec![("the dropped table's file, changed", "guard", latest)];
+    for (case, ns, file) in &cases {
+        let answer = c
+            .post(&register_path(ns), register_body("taken", file))
+            .await;
+        assert_eq!(answer.status.as_u16(), 400, "{case}: {}", answer.body);
+    }
+    assert_eq!(
+        dropped_tables(&c, "guard").await.len(),
+        1,
+        "still recoverable"
+    );
+    assert!(events_of(&c, "io.floe.table.registered").await.is_empty());
+}

@@ -29,10 +29,10 @@ use crate::catalog::{OrgContext, ROW_RACE_RETRIES, names};
 use crate::core::{AsRead, Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
 use crate::events::{Draft, Kind};
-use crate::model::{BucketRow, NamespaceRow, TableRow, TableStorage};
+use crate::model::{BucketRow, DroppedTableRow, NamespaceRow, TableRow, TableStorage};
 use crate::objects::{ObjectError, join};
-use crate::store::Condition;
 use crate::store::rows::{self, DirectoryClaimRow, PrefixClaimRow, Versioned, keys};
+use crate::store::{Condition, Write};
 use crate::types::{LoadTableResult, RegisterTableRequest, UnregisterTableResult};
 
 /// The most objects an override directory may hold at registration: the directory is searched
@@ -47,6 +47,8 @@ enum RegisterPart {
     NotAView,
     Directory,
     OverridePrefix,
+    /// The dropped table whose directory the registration takes over.
+    Dropped,
 }
 
 /// Where a registered table's directory is and how it is claimed.
@@ -99,9 +101,13 @@ impl TableService {
             let metadata = parse_metadata(&registered.json)?;
             placement::check_paths(&metadata, &site.directory, None)?;
             let replaced = existing.as_ref().map(|e| &e.row);
+            let dropped = self
+                .dropped_owner(&ns.row, &site, &file, &registered.sha256)
+                .await?;
             let marker = match &site.claim {
                 SiteClaim::Prefix(_) => {
-                    self.claim_marker(ctx, &*objects, &site, &request.name, &metadata, replaced)
+                    let holder = replaced.or(dropped.as_ref().map(|d| &d.row.table));
+                    self.claim_marker(ctx, &*objects, &site, &request.name, &metadata, holder)
                         .await?
                 }
                 SiteClaim::Segment(_) => false,
@@ -128,7 +134,7 @@ impl TableService {
                 deleting_until_ms: None,
             };
             let change = match self
-                .registration_change(&ns, &site, &row, existing.as_ref())
+                .registration_change(&ns, &site, &row, existing.as_ref(), dropped.as_ref())
                 .await
             {
                 Ok(change) => change,
@@ -181,8 +187,11 @@ impl TableService {
                 Err(ChangeFailure::Refused(RegisterPart::Name)) if !overwrite => {
                     return Err(table_exists(namespace, &request.name));
                 }
-                // The table was committed, dropped or created meanwhile: read it again.
-                Err(ChangeFailure::Refused(RegisterPart::Name)) => continue,
+                // The table was committed, dropped or created meanwhile, or the dropped table
+                // taken over was restored or fenced: read it again.
+                Err(ChangeFailure::Refused(RegisterPart::Name | RegisterPart::Dropped)) => {
+                    continue;
+                }
                 Err(ChangeFailure::Refused(RegisterPart::NotAView)) => {
                     return Err(super::view_holds_name(namespace, &request.name));
                 }
@@ -355,8 +364,50 @@ impl TableService {
         })
     }
 
+    /// The recoverable dropped table of `ns` whose directory a registration of `file` would
+    /// take, where `file` is verifiably that table's own: the metadata file it recorded last,
+    /// with the digest recorded for it. Such a registration takes the dropped table over (the
+    /// way Java catalogs are used: drop, then register the file); any other holder of the
+    /// directory, another namespace's dropped table included, keeps it.
+    async fn dropped_owner(
+        &self,
+        ns: &NamespaceRow,
+        site: &Site,
+        file: &str,
+        sha256: &str,
+    ) -> Result<Option<Versioned<DroppedTableRow>>> {
+        let store = &*self.core.store;
+        let holder = match &site.claim {
+            SiteClaim::Segment(segment) => {
+                rows::get::<DirectoryClaimRow>(store, &keys::directory_claim(&ns.id, segment))
+                    .await?
+                    .map(|claim| claim.row.table_id)
+            }
+            SiteClaim::Prefix(prefix) => {
+                rows::get::<PrefixClaimRow>(store, &keys::prefix_claim(&site.bucket.root, prefix))
+                    .await?
+                    .map(|claim| claim.row.owner)
+            }
+        };
+        let Some(holder) = holder else {
+            return Ok(None);
+        };
+        let Some(dropped) =
+            rows::get::<DroppedTableRow>(store, &keys::dropped_table(&ns.id, &holder)).await?
+        else {
+            return Ok(None);
+        };
+        let table = &dropped.row.table;
+        let verified = dropped.row.purging.is_none()
+            && table.namespace_id == ns.id
+            && table.directory().trim_end_matches('/') == site.directory.trim_end_matches('/')
+            && table.metadata_location == file
+            && table.metadata_sha256.as_deref() == Some(sha256);
+        Ok(verified.then_some(dropped))
+    }
+
     /// Claims an override directory in storage: writes its marker (or finds the one of the
-    /// table being replaced) and makes sure no other owner's marker lies below it. True when
+    /// table being replaced or taken over) and makes sure no other owner's marker lies below it. True when
     /// this call wrote the marker, which must then be removed if the table is not registered.
     async fn claim_marker(
         &self,
@@ -420,6 +471,7 @@ impl TableService {
         site: &Site,
         row: &TableRow,
         existing: Option<&Versioned<TableRow>>,
+        dropped: Option<&Versioned<DroppedTableRow>>,
     ) -> Result<Change<RegisterPart>> {
         let mut ns_row = ns.row.clone();
         if existing.is_none() {
@@ -459,6 +511,27 @@ impl TableService {
                 super::no_view_named(&ns.row.id, &row.name),
             );
         let replaced = existing.map(|e| &e.row);
+        // The claim may pass from the table replaced, or from the dropped table taken over.
+        let passes_from = |holder: &str| {
+            replaced.is_some_and(|r| r.id == holder)
+                || dropped.is_some_and(|d| d.row.table.id == holder)
+        };
+        if let Some(dropped) = dropped {
+            // It leaves the recovery list in the same write, with any grants an earlier
+            // version kept on it going back to their name.
+            change.push(
+                RegisterPart::Dropped,
+                Write::Delete {
+                    key: keys::dropped_table(&ns.row.id, &dropped.row.table.id),
+                    condition: Condition::VersionIs(dropped.version),
+                },
+            );
+            for write in
+                AccessService::return_kept_grants(&*self.core.store, &ns.row, &dropped.row).await?
+            {
+                change.push(RegisterPart::Dropped, write);
+            }
+        }
         match &site.claim {
             SiteClaim::Segment(segment) => {
                 let key = keys::directory_claim(&ns.row.id, segment);
@@ -478,7 +551,7 @@ impl TableService {
                         }
                         Condition::NotExists
                     }
-                    Some(claim) if replaced.is_some_and(|r| r.id == claim.row.table_id) => {
+                    Some(claim) if passes_from(&claim.row.table_id) => {
                         Condition::VersionIs(claim.version)
                     }
                     Some(_) => return Err(directory_taken(&site.directory)),
@@ -494,7 +567,7 @@ impl TableService {
                 let held = rows::get::<PrefixClaimRow>(&*self.core.store, &key).await?;
                 let condition = match held {
                     None => Condition::NotExists,
-                    Some(claim) if replaced.is_some_and(|r| r.id == claim.row.owner) => {
+                    Some(claim) if passes_from(&claim.row.owner) => {
                         Condition::VersionIs(claim.version)
                     }
                     Some(_) => return Err(directory_taken(&site.directory)),
