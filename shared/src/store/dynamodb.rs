@@ -549,8 +549,17 @@ mod tests {
             cancellation(&[Some("TransactionConflict"), Some("ConditionalCheckFailed")]),
             Cancellation::ConditionFailed(1)
         );
+        // Throttled: declined for now, retryable as it is (503).
         assert_eq!(
             cancellation(&[Some("ThrottlingError"), None]),
+            Cancellation::Throttled
+        );
+        assert_eq!(
+            cancellation(&[Some(none), Some("ProvisionedThroughputExceeded")]),
+            Cancellation::Throttled
+        );
+        assert_eq!(
+            cancellation(&[Some("ValidationError"), None]),
             Cancellation::NotApplied
         );
     }
