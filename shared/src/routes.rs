@@ -70,6 +70,116 @@ pub enum Operation {
     RegisterView,
 }
 
+impl Operation {
+    /// What `Idempotency-Key` means for this operation. Written out for every operation, with
+    /// no catch-all: a new operation does not compile until it says whether it takes a key,
+    /// what a replay re-authorises and how a replay's answer is made again.
+    pub const fn keying(self) -> Keying {
+        use Keying::{Keyed, Unkeyed};
+        use ReplayAccess as On;
+        use ReplayAnswer as Answer;
+        const fn keyed(on: ReplayAccess, answer: ReplayAnswer) -> Keying {
+            Keyed { on, answer }
+        }
+        match self {
+            Operation::GetConfig
+            | Operation::ListNamespaces
+            | Operation::LoadNamespace
+            | Operation::NamespaceExists
+            | Operation::ListTables
+            | Operation::LoadTable
+            | Operation::LoadCredentials
+            | Operation::SignRequest
+            | Operation::TableExists
+            | Operation::ReportMetrics
+            | Operation::ListViews
+            | Operation::CreateView
+            | Operation::LoadView
+            | Operation::ViewExists => Unkeyed,
+            Operation::CreateNamespace => keyed(On::Catalog, Answer::Namespace),
+            Operation::DropNamespace => keyed(On::Namespace, Answer::NoContent),
+            Operation::UpdateNamespaceProperties => keyed(On::Namespace, Answer::Recorded),
+            Operation::CreateTable => keyed(On::Namespace, Answer::Table),
+            Operation::RegisterTable => keyed(On::Namespace, Answer::Table),
+            Operation::CommitTable => keyed(On::Table, Answer::Commit),
+            Operation::DropTable => keyed(On::Table, Answer::NoContent),
+            Operation::UnregisterTable => keyed(On::Table, Answer::Unregistered),
+            Operation::RenameTable => keyed(On::RenameSource, Answer::NoContent),
+            Operation::CommitTransaction => keyed(On::Transaction, Answer::NoContent),
+            Operation::ReplaceView => keyed(On::View, Answer::View),
+            Operation::DropView => keyed(On::View, Answer::NoContent),
+            Operation::RenameView => keyed(On::RenameSource, Answer::NoContent),
+            Operation::RegisterView => keyed(On::Namespace, Answer::RegisteredView),
+        }
+    }
+}
+
+/// What `Idempotency-Key` means for one operation (spec 1.11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keying {
+    /// Reads and operations the spec leaves unkeyed: a key is ignored.
+    Unkeyed,
+    /// The first request with a key runs; a retry is re-authorised `on` what the request
+    /// acted on and answered as `answer` says, without running again.
+    Keyed {
+        on: ReplayAccess,
+        answer: ReplayAnswer,
+    },
+}
+
+/// What a replay checks the caller may still act on, with the action the request took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayAccess {
+    /// The org's catalog (creating a namespace).
+    Catalog,
+    /// The path's namespace.
+    Namespace,
+    /// The source namespace a rename's body names.
+    RenameSource,
+    /// The path's table.
+    Table,
+    /// The path's view.
+    View,
+    /// Every table a transaction's body names.
+    Transaction,
+}
+
+/// How the answer to a replayed request is made again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayAnswer {
+    /// No body (204): drops, renames, transactions.
+    NoContent,
+    /// The answer as recorded with the change (it cannot be made from the catalog's state).
+    Recorded,
+    /// The namespace as it is now.
+    Namespace,
+    /// The table the request made or registered, as it is now, with fresh storage access.
+    Table,
+    /// The committed table as it is now, with fresh storage access.
+    Commit,
+    /// The path's view as it is now.
+    View,
+    /// The view the body names, as it is now.
+    RegisteredView,
+    /// The metadata file the unregister answered with, read again.
+    Unregistered,
+}
+
+impl ReplayAnswer {
+    /// Whether a landed request's answer is made again on replay rather than stored: answers
+    /// that carry credentials, or a whole metadata document, are never stored.
+    pub const fn is_rebuilt(self) -> bool {
+        match self {
+            ReplayAnswer::Table
+            | ReplayAnswer::Commit
+            | ReplayAnswer::View
+            | ReplayAnswer::RegisteredView
+            | ReplayAnswer::Unregistered => true,
+            ReplayAnswer::NoContent | ReplayAnswer::Recorded | ReplayAnswer::Namespace => false,
+        }
+    }
+}
+
 /// One served route; `path` is the spec's template, relative to the base path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route {

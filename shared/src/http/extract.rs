@@ -10,20 +10,62 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use crate::auth;
-use crate::catalog::names;
+use crate::catalog::{OrgContext, names};
+use crate::core::idempotency::KeyClaim;
 use crate::error::CatalogError;
 use crate::model::Principal;
 
-/// The `Idempotency-Key` claim the request holds (put there by the idempotency middleware),
-/// for the operation's context: `ctx.holding(claim)`.
-pub struct KeyHeld(pub Option<crate::core::idempotency::KeyClaim>);
+/// The authenticated caller of an Iceberg route, holding the request's `Idempotency-Key` claim
+/// when the idempotency layer made one. [`Caller::in_org`] is a handler's only way to its
+/// `OrgContext`, and that context carries the claim: a keyed route's change is always written
+/// with its key, whichever handler runs it, so a retry after a lost answer never applies twice.
+pub struct Caller {
+    principal: Principal,
+    claim: Option<KeyClaim>,
+}
 
-impl<S: Send + Sync> FromRequestParts<S> for KeyHeld {
-    type Rejection = std::convert::Infallible;
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = CatalogError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(KeyHeld(parts.extensions.get().cloned()))
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let Authenticated(principal) = Authenticated::from_request_parts(parts, state).await?;
+        Ok(Caller {
+            principal,
+            claim: parts.extensions.get().cloned(),
+        })
     }
+}
+
+impl Caller {
+    /// The caller inside the org (warehouse) the path's prefix names, its standing resolved,
+    /// holding the request's key claim.
+    pub async fn in_org(
+        &self,
+        state: &AppState,
+        params: &Params,
+    ) -> Result<OrgContext, CatalogError> {
+        Ok(org_context(state, &self.principal, params)
+            .await?
+            .holding(self.claim.clone()))
+    }
+}
+
+/// `principal` inside the org (warehouse) the path's prefix names, its standing resolved,
+/// holding no key (handlers go through [`Caller::in_org`]).
+pub(super) async fn org_context(
+    state: &AppState,
+    principal: &Principal,
+    params: &Params,
+) -> Result<OrgContext, CatalogError> {
+    state
+        .catalog
+        .core
+        .lookups
+        .org_context(principal, params.prefix()?)
+        .await
 }
 
 /// The authenticated caller.

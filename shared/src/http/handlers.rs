@@ -8,30 +8,16 @@ use serde_json::Value;
 
 use super::AppState;
 use super::error::{ErrorModel, IcebergErrorResponse};
-use super::extract::{Authenticated, JsonBody, KeyHeld, Params, QueryMap};
+use super::extract::{Authenticated, Caller, JsonBody, Params, QueryMap};
+use crate::catalog::TableRequestOptions;
 use crate::catalog::paging::PageRequest;
-use crate::catalog::{OrgContext, TableRequestOptions};
 use crate::error::CatalogError;
-use crate::model::Principal;
 use crate::types::{
     CreateNamespaceRequest, CreateTableRequest, RegisterTableRequest, RenameTableRequest,
     UpdateNamespacePropertiesRequest,
 };
 
 type Answer = Result<Response, CatalogError>;
-
-/// The caller inside the org (warehouse) the path's prefix names, its standing resolved.
-pub(super) async fn in_org(
-    s: &AppState,
-    p: &Principal,
-    params: &Params,
-) -> Result<OrgContext, CatalogError> {
-    s.catalog
-        .core
-        .lookups
-        .org_context(p, params.prefix()?)
-        .await
-}
 
 fn page(query: &QueryMap) -> Result<PageRequest, CatalogError> {
     PageRequest::parse(query.get("pageToken"), query.get("pageSize"))
@@ -151,11 +137,11 @@ pub async fn get_config(
 
 pub async fn list_namespaces(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
@@ -168,21 +154,16 @@ pub async fn list_namespaces(
 
 pub async fn create_namespace(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<CreateNamespaceRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     Ok(Json(s.catalog.namespaces.create_namespace(&ctx, body).await?).into_response())
 }
 
-pub async fn load_namespace(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+pub async fn load_namespace(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     Ok(Json(
         s.catalog
             .namespaces
@@ -192,12 +173,8 @@ pub async fn load_namespace(
     .into_response())
 }
 
-pub async fn namespace_exists(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+pub async fn namespace_exists(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     s.catalog
         .namespaces
         .namespace_exists(&ctx, &params.namespace()?)
@@ -205,13 +182,8 @@ pub async fn namespace_exists(
     Ok(no_content())
 }
 
-pub async fn drop_namespace(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+pub async fn drop_namespace(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     s.catalog
         .namespaces
         .drop_namespace(&ctx, &params.namespace()?)
@@ -221,12 +193,11 @@ pub async fn drop_namespace(
 
 pub async fn update_namespace_properties(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<UpdateNamespacePropertiesRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let answer = s
         .catalog
         .namespaces
@@ -237,11 +208,11 @@ pub async fn update_namespace_properties(
 
 pub async fn list_tables(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
@@ -254,11 +225,11 @@ pub async fn list_tables(
 
 pub async fn list_views(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let page = page(&q)?;
     Ok(Json(
         s.catalog
@@ -271,11 +242,11 @@ pub async fn list_views(
 
 pub async fn create_view(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let created = s
         .catalog
         .views
@@ -284,23 +255,15 @@ pub async fn create_view(
     Ok(json_bytes(created.to_json()))
 }
 
-pub async fn load_view(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+pub async fn load_view(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, view) = params.view()?;
     let loaded = s.catalog.views.load_view(&ctx, &ns, &view).await?;
     Ok(json_bytes(loaded.to_json()))
 }
 
-pub async fn view_exists(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+pub async fn view_exists(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, view) = params.view()?;
     s.catalog.views.view_exists(&ctx, &ns, &view).await?;
     Ok(no_content())
@@ -308,24 +271,18 @@ pub async fn view_exists(
 
 pub async fn replace_view(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, view) = params.view()?;
     let replaced = s.catalog.views.replace_view(&ctx, &ns, &view, body).await?;
     Ok(json_bytes(replaced.to_json()))
 }
 
-pub async fn drop_view(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+pub async fn drop_view(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, view) = params.view()?;
     s.catalog.views.drop_view(&ctx, &ns, &view).await?;
     Ok(no_content())
@@ -333,24 +290,22 @@ pub async fn drop_view(
 
 pub async fn rename_view(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<RenameTableRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     s.catalog.views.rename_view(&ctx, body).await?;
     Ok(no_content())
 }
 
 pub async fn register_view(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let registered = s
         .catalog
         .views
@@ -361,14 +316,13 @@ pub async fn register_view(
 
 pub async fn create_table(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     headers: HeaderMap,
     q: QueryMap,
     JsonBody(body): JsonBody<CreateTableRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let options = table_options(&headers, &q)?;
     let created = s
         .catalog
@@ -380,14 +334,13 @@ pub async fn create_table(
 
 pub async fn register_table(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     headers: HeaderMap,
     q: QueryMap,
     JsonBody(body): JsonBody<RegisterTableRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let options = table_options(&headers, &q)?;
     let registered = s
         .catalog
@@ -399,23 +352,17 @@ pub async fn register_table(
 
 pub async fn commit_transaction(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     s.catalog.tables.commit_transaction(&ctx, body).await?;
     Ok(no_content())
 }
 
-pub async fn unregister_table(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+pub async fn unregister_table(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     let result = s.catalog.tables.unregister_table(&ctx, &ns, &table).await?;
     Ok(json_bytes(result.to_json()))
@@ -424,13 +371,13 @@ pub async fn unregister_table(
 /// The request is taken whole, last, for its headers: a `HeaderMap` argument would copy them.
 pub async fn load_table(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     q: QueryMap,
     request: axum::extract::Request,
 ) -> Answer {
     let headers = request.headers();
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     let options = table_options(headers, &q)?;
     let result = s
@@ -450,34 +397,26 @@ pub async fn load_table(
     Ok(table_response(&s, headers, &*result).await)
 }
 
-pub async fn table_exists(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+pub async fn table_exists(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     s.catalog.tables.table_exists(&ctx, &ns, &table).await?;
     Ok(no_content())
 }
 
-pub async fn load_credentials(
-    State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    params: Params,
-) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+pub async fn load_credentials(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     Ok(Json(s.catalog.tables.load_credentials(&ctx, &ns, &table).await?).into_response())
 }
 
 pub async fn sign_request(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<crate::signing::RemoteSignRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     let signed = s
         .catalog
@@ -490,13 +429,12 @@ pub async fn sign_request(
 
 pub async fn commit_table(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     headers: HeaderMap,
     JsonBody(body): JsonBody<Value>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     let committed = s
         .catalog
@@ -508,12 +446,11 @@ pub async fn commit_table(
 
 pub async fn drop_table(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     q: QueryMap,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     // The table stays recoverable either way; purgeRequested has its files deleted when the
     // recovery period ends even where the namespace keeps dropped tables' data.
@@ -527,23 +464,22 @@ pub async fn drop_table(
 
 pub async fn rename_table(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
-    KeyHeld(key): KeyHeld,
+    caller: Caller,
     params: Params,
     JsonBody(body): JsonBody<RenameTableRequest>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?.holding(key);
+    let ctx = caller.in_org(&s, &params).await?;
     s.catalog.tables.rename_table(&ctx, body).await?;
     Ok(no_content())
 }
 
 pub async fn report_metrics(
     State(s): State<AppState>,
-    Authenticated(p): Authenticated,
+    caller: Caller,
     params: Params,
     JsonBody(_report): JsonBody<Value>,
 ) -> Answer {
-    let ctx = in_org(&s, &p, &params).await?;
+    let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
     s.catalog.tables.report_metrics(&ctx, &ns, &table).await?;
     Ok(no_content())

@@ -1,8 +1,8 @@
 //! `Idempotency-Key` on the mutating routes (spec 1.11): the first request with a key runs and
 //! its answer is recorded; a retry gets that answer without running again. What is stored and
 //! how keys are claimed is `core::idempotency`; this layer picks the routes, fingerprints the
-//! request, hands the claim to the handler (request extensions, then the operation's
-//! `OrgContext`) and renders replays the owning service builds.
+//! request, hands the claim to the handler (request extensions, then the `Caller` extractor
+//! puts it in the operation's `OrgContext`) and renders replays the owning service builds.
 
 use axum::Json;
 use axum::body::Body;
@@ -15,36 +15,21 @@ use http::request::Parts;
 use sha2::{Digest, Sha256};
 
 use super::AppState;
+use super::extract::org_context;
 use super::extract::{Authenticated, MAX_BODY_BYTES, Params, QueryMap, body_too_large};
-use super::handlers::{in_org, table_options, table_response};
+use super::handlers::{table_options, table_response};
 use crate::catalog::OrgContext;
 use crate::core::idempotency::{Claim, KeyClaim, Recorded, Replay, Replayed};
 use crate::error::CatalogError;
 use crate::model::Principal;
-use crate::routes::Operation;
+use crate::routes::{Keying, Operation, ReplayAccess, ReplayAnswer};
 
 /// The request header, as the spec names it.
 pub const HEADER: &str = "idempotency-key";
 
-/// The routes that take a key: the spec's mutations that Floe serves.
+/// The routes that take a key: the spec's mutations that Floe serves ([`Operation::keying`]).
 pub fn takes_key(operation: Operation) -> bool {
-    matches!(
-        operation,
-        Operation::CreateNamespace
-            | Operation::DropNamespace
-            | Operation::UpdateNamespaceProperties
-            | Operation::CreateTable
-            | Operation::CommitTable
-            | Operation::DropTable
-            | Operation::RenameTable
-            | Operation::RegisterTable
-            | Operation::UnregisterTable
-            | Operation::CommitTransaction
-            | Operation::ReplaceView
-            | Operation::DropView
-            | Operation::RenameView
-            | Operation::RegisterView
-    )
+    matches!(operation.keying(), Keying::Keyed { .. })
 }
 
 /// `route` with keys honoured when `operation` takes them.
@@ -106,7 +91,7 @@ async fn run_keyed(
             replay_answer(&state, operation, &mut parts, &principal, &body, replay).await
         }
         Claim::Run(claim) => {
-            // The handler hands the claim to the operation in its context (`KeyHeld`).
+            // The handler's `Caller` hands the claim to the operation in its context.
             parts.extensions.insert(claim.clone());
             let request = Request::from_parts(parts, Body::from(body));
             let response = next.run(request).await;
@@ -147,17 +132,8 @@ async fn finish(
     }
     // A table answer carries credentials, and an unregister's the whole metadata document: they
     // are never stored, but built again on replay.
-    if response.status().is_success()
-        && matches!(
-            operation,
-            Operation::CreateTable
-                | Operation::CommitTable
-                | Operation::RegisterTable
-                | Operation::UnregisterTable
-                | Operation::ReplaceView
-                | Operation::RegisterView
-        )
-    {
+    let rebuilt = matches!(operation.keying(), Keying::Keyed { answer, .. } if answer.is_rebuilt());
+    if response.status().is_success() && rebuilt {
         state
             .catalog
             .core
@@ -188,68 +164,63 @@ async fn finish(
 }
 
 /// The caller's standing for a replay, refused as a fresh request would be when it may no
-/// longer take the action the request took.
+/// longer take the action the request took on what it took it on (`on`).
 async fn authorized_replay(
     state: &AppState,
-    operation: Operation,
+    on: ReplayAccess,
     parts: &mut Parts,
     principal: &Principal,
     body: &[u8],
 ) -> Result<OrgContext, CatalogError> {
     let params = Params::from_request_parts(parts, state).await?;
-    let ctx = in_org(state, principal, &params).await?;
-    let namespace = params.namespace();
-    let table = match operation {
-        Operation::ReplaceView | Operation::DropView => params.view(),
-        _ => params.table(),
-    };
-    let source = match operation {
-        // A body the request could not be parsed from was answered 400 without acting.
-        Operation::RenameTable | Operation::RenameView => {
-            serde_json::from_slice::<crate::types::RenameTableRequest>(body)
+    let ctx = org_context(state, principal, &params).await?;
+    let keys = &state.catalog.core.keys;
+    // A request whose path or body could not be parsed was answered 400 without acting: there
+    // is nothing it acted on to check.
+    match on {
+        ReplayAccess::Catalog => keys.authorize_replay(&ctx, Replayed::Catalog).await?,
+        ReplayAccess::Namespace => {
+            if let Ok(namespace) = params.namespace() {
+                keys.authorize_replay(&ctx, Replayed::Namespace(&namespace))
+                    .await?;
+            }
+        }
+        ReplayAccess::RenameSource => {
+            let source = serde_json::from_slice::<crate::types::RenameTableRequest>(body)
                 .ok()
                 .and_then(|r| {
                     crate::catalog::names::single_level(&r.source.namespace)
                         .ok()
                         .map(str::to_owned)
-                })
+                });
+            if let Some(source) = source {
+                keys.authorize_replay(&ctx, Replayed::Namespace(&source))
+                    .await?;
+            }
         }
-        _ => None,
-    };
-    let about = match operation {
-        Operation::CreateNamespace => Some(Replayed::Catalog),
-        Operation::DropNamespace
-        | Operation::UpdateNamespaceProperties
-        | Operation::CreateTable
-        | Operation::RegisterTable
-        | Operation::RegisterView => namespace.as_deref().ok().map(Replayed::Namespace),
-        Operation::RenameTable | Operation::RenameView => {
-            source.as_deref().map(Replayed::Namespace)
+        ReplayAccess::Table | ReplayAccess::View => {
+            let named = match on {
+                ReplayAccess::View => params.view(),
+                _ => params.table(),
+            };
+            if let Ok((namespace, table)) = named {
+                keys.authorize_replay(
+                    &ctx,
+                    Replayed::Table {
+                        namespace: &namespace,
+                        table: &table,
+                    },
+                )
+                .await?;
+            }
         }
-        Operation::CommitTable
-        | Operation::DropTable
-        | Operation::UnregisterTable
-        | Operation::ReplaceView
-        | Operation::DropView => table
-            .as_ref()
-            .ok()
-            .map(|(namespace, table)| Replayed::Table { namespace, table }),
-        _ => None,
-    };
-    if operation == Operation::CommitTransaction {
-        state
-            .catalog
-            .tables
-            .authorize_transaction_replay(&ctx, body)
-            .await?;
-    }
-    if let Some(about) = about {
-        state
-            .catalog
-            .core
-            .keys
-            .authorize_replay(&ctx, about)
-            .await?;
+        ReplayAccess::Transaction => {
+            state
+                .catalog
+                .tables
+                .authorize_transaction_replay(&ctx, body)
+                .await?;
+        }
     }
     Ok(ctx)
 }
@@ -264,7 +235,12 @@ async fn replay_answer(
     body: &[u8],
     replay: Replay,
 ) -> Result<Response, CatalogError> {
-    let ctx = authorized_replay(state, operation, parts, principal, body).await?;
+    let Keying::Keyed { on, answer: made } = operation.keying() else {
+        return Err(CatalogError::Internal(format!(
+            "{operation:?} takes no Idempotency-Key"
+        )));
+    };
+    let ctx = authorized_replay(state, on, parts, principal, body).await?;
     let stored = |status: u16, body: String| -> Response {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
         if body.is_empty() {
@@ -282,7 +258,7 @@ async fn replay_answer(
         // An unregister recorded the file it answered with, not the answer itself.
         Replay::Applied {
             answer: Some(recorded),
-        } if operation == Operation::UnregisterTable => {
+        } if made == ReplayAnswer::Unregistered => {
             let params = Params::from_request_parts(parts, state).await?;
             let (namespace, _) = params.table()?;
             let answer = state
@@ -296,7 +272,7 @@ async fn replay_answer(
             answer: Some(answer),
         } => Ok(stored(200, answer)),
         Replay::Recorded(Recorded::Reload) | Replay::Applied { answer: None } => {
-            rebuild(state, operation, parts, &ctx, body).await
+            rebuild(state, made, parts, &ctx, body).await
         }
     }
 }
@@ -305,21 +281,22 @@ async fn replay_answer(
 /// (the spec lets a replay reflect newer state); this layer only parses the request again.
 async fn rebuild(
     state: &AppState,
-    operation: Operation,
+    answer: ReplayAnswer,
     parts: &mut Parts,
     ctx: &OrgContext,
     body: &[u8],
 ) -> Result<Response, CatalogError> {
     let params = Params::from_request_parts(parts, state).await?;
     let catalog = &state.catalog;
-    match operation {
-        Operation::CreateNamespace => {
+    match answer {
+        ReplayAnswer::NoContent => Ok(StatusCode::NO_CONTENT.into_response()),
+        ReplayAnswer::Namespace => {
             let request: crate::types::CreateNamespaceRequest = serde_json::from_slice(body)
                 .map_err(|e| CatalogError::BadRequest(e.to_string()))?;
             Ok(Json(catalog.namespaces.replay_create(ctx, &request).await?).into_response())
         }
         // A create or a registration answers with the table it made, as it is now.
-        Operation::CreateTable | Operation::RegisterTable => {
+        ReplayAnswer::Table => {
             let query = QueryMap::from_request_parts(parts, state).await?;
             let options = table_options(&parts.headers, &query)?;
             let loaded = catalog
@@ -328,20 +305,7 @@ async fn rebuild(
                 .await?;
             Ok(table_response(state, &parts.headers, &*loaded).await)
         }
-        // Its change records what the replay needs; a key without it did not land.
-        Operation::UnregisterTable => Err(CatalogError::Internal(
-            "The first request with this key left no answer to repeat; retry with a new key".into(),
-        )),
-        // A view answer holds no credentials; the view as it is now.
-        Operation::ReplaceView | Operation::RegisterView => {
-            let (namespace, view) = match operation {
-                Operation::ReplaceView => params.view()?,
-                _ => (params.namespace()?, named(body)?),
-            };
-            let loaded = catalog.views.load_view(ctx, &namespace, &view).await?;
-            Ok(super::handlers::json_bytes(loaded.to_json()))
-        }
-        Operation::CommitTable => {
+        ReplayAnswer::Commit => {
             let (namespace, table) = params.table()?;
             let answer = catalog
                 .tables
@@ -349,8 +313,19 @@ async fn rebuild(
                 .await?;
             Ok(table_response(state, &parts.headers, &answer).await)
         }
-        // Drops and renames answer no body.
-        _ => Ok(StatusCode::NO_CONTENT.into_response()),
+        // A view answer holds no credentials; the view as it is now.
+        ReplayAnswer::View | ReplayAnswer::RegisteredView => {
+            let (namespace, view) = match answer {
+                ReplayAnswer::View => params.view()?,
+                _ => (params.namespace()?, named(body)?),
+            };
+            let loaded = catalog.views.load_view(ctx, &namespace, &view).await?;
+            Ok(super::handlers::json_bytes(loaded.to_json()))
+        }
+        // Their changes record what the replay needs; a key without it did not land.
+        ReplayAnswer::Recorded | ReplayAnswer::Unregistered => Err(CatalogError::Internal(
+            "The first request with this key left no answer to repeat; retry with a new key".into(),
+        )),
     }
 }
 
