@@ -7,7 +7,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, patch, post, put};
+use axum::routing::MethodRouter;
 use http::StatusCode;
 use http::request::Parts;
 use serde::Deserialize;
@@ -23,61 +23,65 @@ use crate::model::OrgRole;
 /// Base path of every management route.
 pub const MANAGEMENT_BASE_PATH: &str = "/api/v1";
 
-/// One management route: method and path relative to the base path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One management route: method and path relative to the base path, and its handler.
+#[derive(Clone, Copy)]
 pub struct ManagementRoute {
     pub method: &'static str,
     pub path: &'static str,
+    handler: fn() -> MethodRouter<AppState>,
 }
 
-const fn route(method: &'static str, path: &'static str) -> ManagementRoute {
-    ManagementRoute { method, path }
+impl std::fmt::Debug for ManagementRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.method, self.path)
+    }
 }
 
-/// Every management route, in the order the API documentation lists them.
+/// A route, written once: its method, its path and the handler that serves it.
+macro_rules! route {
+    ($method:ident $path:literal => $handler:ident) => {
+        ManagementRoute {
+            method: stringify!($method),
+            path: $path,
+            handler: || axum::routing::on(axum::routing::MethodFilter::$method, $handler),
+        }
+    };
+}
+
+/// Every management route, in the order the API documentation lists them. The router, the
+/// management function, template.yaml, the IAM test and the events/ files all come from (or
+/// are tested against) this one table.
 pub const MANAGEMENT_ROUTES: &[ManagementRoute] = &[
-    route("POST", "/orgs"),
-    route("PATCH", "/orgs/{org}"),
-    route("POST", "/orgs/{org}/api-clients"),
-    route("GET", "/orgs/{org}/api-clients"),
-    route("DELETE", "/orgs/{org}/api-clients/{id}"),
-    route("PUT", "/orgs/{org}/members/{principal}"),
-    route("POST", "/orgs/{org}/teams"),
-    route("GET", "/orgs/{org}/teams/{team}"),
-    route("PUT", "/orgs/{org}/teams/{team}/members/{principal}"),
-    route("DELETE", "/orgs/{org}/teams/{team}/members/{principal}"),
-    route("GET", "/orgs/{org}/namespaces"),
-    route("GET", "/orgs/{org}/namespaces/{namespace}"),
-    route("PATCH", "/orgs/{org}/namespaces/{namespace}"),
-    route("DELETE", "/orgs/{org}/namespaces/{namespace}"),
-    route("POST", "/orgs/{org}/namespaces/{namespace}/restore"),
-    route("GET", "/orgs/{org}/namespaces/{namespace}/deleted-tables"),
-    route(
-        "POST",
-        "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}/restore",
-    ),
-    route(
-        "DELETE",
-        "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}",
-    ),
-    route(
-        "POST",
-        "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintain",
-    ),
-    route(
-        "GET",
-        "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintenance",
-    ),
-    route("GET", "/orgs/{org}/namespaces/{namespace}/grants"),
-    route("PUT", "/orgs/{org}/namespaces/{namespace}/grants"),
-    route("DELETE", "/orgs/{org}/namespaces/{namespace}/grants"),
-    route("GET", "/me"),
-    route("POST", "/orgs/{org}/buckets"),
-    route("GET", "/orgs/{org}/buckets"),
-    route("GET", "/orgs/{org}/buckets/{nickname}"),
-    route("DELETE", "/orgs/{org}/buckets/{nickname}"),
-    route("PUT", "/orgs/{org}/default-bucket"),
-    route("GET", "/orgs/{org}/events"),
+    route!(POST "/orgs" => create_org),
+    route!(PATCH "/orgs/{org}" => update_org),
+    route!(POST "/orgs/{org}/api-clients" => create_api_client),
+    route!(GET "/orgs/{org}/api-clients" => list_api_clients),
+    route!(DELETE "/orgs/{org}/api-clients/{id}" => delete_api_client),
+    route!(PUT "/orgs/{org}/members/{principal}" => put_member),
+    route!(POST "/orgs/{org}/teams" => create_team),
+    route!(GET "/orgs/{org}/teams/{team}" => get_team),
+    route!(PUT "/orgs/{org}/teams/{team}/members/{principal}" => put_team_member),
+    route!(DELETE "/orgs/{org}/teams/{team}/members/{principal}" => delete_team_member),
+    route!(GET "/orgs/{org}/namespaces" => list_namespaces),
+    route!(GET "/orgs/{org}/namespaces/{namespace}" => get_namespace),
+    route!(PATCH "/orgs/{org}/namespaces/{namespace}" => patch_namespace),
+    route!(DELETE "/orgs/{org}/namespaces/{namespace}" => delete_namespace),
+    route!(POST "/orgs/{org}/namespaces/{namespace}/restore" => restore_namespace),
+    route!(GET "/orgs/{org}/namespaces/{namespace}/deleted-tables" => list_dropped_tables),
+    route!(POST "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}/restore" => restore_dropped_table),
+    route!(DELETE "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}" => purge_dropped_table),
+    route!(POST "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintain" => maintain_table),
+    route!(GET "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintenance" => table_maintenance),
+    route!(GET "/orgs/{org}/namespaces/{namespace}/grants" => list_grants),
+    route!(PUT "/orgs/{org}/namespaces/{namespace}/grants" => put_grant),
+    route!(DELETE "/orgs/{org}/namespaces/{namespace}/grants" => delete_grant),
+    route!(GET "/me" => me),
+    route!(POST "/orgs/{org}/buckets" => create_bucket),
+    route!(GET "/orgs/{org}/buckets" => list_buckets),
+    route!(GET "/orgs/{org}/buckets/{nickname}" => get_bucket),
+    route!(DELETE "/orgs/{org}/buckets/{nickname}" => delete_bucket),
+    route!(PUT "/orgs/{org}/default-bucket" => set_default_bucket),
+    route!(GET "/orgs/{org}/events" => list_events),
 ];
 
 impl ManagementRoute {
@@ -94,55 +98,16 @@ pub fn find(method: &str, path: &str) -> Option<&'static ManagementRoute> {
         .find(|r| r.method.eq_ignore_ascii_case(method) && crate::routes::matches(r.path, path))
 }
 
-fn handler(route: &ManagementRoute) -> MethodRouter<AppState> {
-    match (route.method, route.path) {
-        ("POST", "/orgs") => post(create_org),
-        ("PATCH", "/orgs/{org}") => patch(update_org),
-        ("POST", "/orgs/{org}/api-clients") => post(create_api_client),
-        ("GET", "/orgs/{org}/api-clients") => get(list_api_clients),
-        ("DELETE", "/orgs/{org}/api-clients/{id}") => delete(delete_api_client),
-        ("PUT", "/orgs/{org}/members/{principal}") => put(put_member),
-        ("POST", "/orgs/{org}/teams") => post(create_team),
-        ("GET", "/orgs/{org}/teams/{team}") => get(get_team),
-        ("PUT", "/orgs/{org}/teams/{team}/members/{principal}") => put(put_team_member),
-        ("DELETE", "/orgs/{org}/teams/{team}/members/{principal}") => delete(delete_team_member),
-        ("GET", "/orgs/{org}/namespaces") => get(list_namespaces),
-        ("GET", "/orgs/{org}/namespaces/{namespace}") => get(get_namespace),
-        ("PATCH", "/orgs/{org}/namespaces/{namespace}") => patch(patch_namespace),
-        ("DELETE", "/orgs/{org}/namespaces/{namespace}") => delete(delete_namespace),
-        ("POST", "/orgs/{org}/namespaces/{namespace}/restore") => post(restore_namespace),
-        ("GET", "/orgs/{org}/namespaces/{namespace}/deleted-tables") => get(list_dropped_tables),
-        ("POST", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}/restore") => {
-            post(restore_dropped_table)
-        }
-        ("DELETE", "/orgs/{org}/namespaces/{namespace}/deleted-tables/{table_uuid}") => {
-            delete(purge_dropped_table)
-        }
-        ("POST", "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintain") => {
-            post(maintain_table)
-        }
-        ("GET", "/orgs/{org}/namespaces/{namespace}/tables/{table}/maintenance") => {
-            get(table_maintenance)
-        }
-        ("GET", "/orgs/{org}/namespaces/{namespace}/grants") => get(list_grants),
-        ("PUT", "/orgs/{org}/namespaces/{namespace}/grants") => put(put_grant),
-        ("DELETE", "/orgs/{org}/namespaces/{namespace}/grants") => delete(delete_grant),
-        ("GET", "/me") => get(me),
-        ("POST", "/orgs/{org}/buckets") => post(create_bucket),
-        ("GET", "/orgs/{org}/buckets") => get(list_buckets),
-        ("GET", "/orgs/{org}/buckets/{nickname}") => get(get_bucket),
-        ("DELETE", "/orgs/{org}/buckets/{nickname}") => delete(delete_bucket),
-        ("PUT", "/orgs/{org}/default-bucket") => put(set_default_bucket),
-        ("GET", "/orgs/{org}/events") => get(list_events),
-        (method, path) => unreachable!("no handler for {method} {path}"),
-    }
-}
-
 /// The management routes, to be merged into a router that carries the state and the layers.
 pub fn routes() -> Router<AppState> {
+    routes_of(MANAGEMENT_ROUTES)
+}
+
+/// A router of `table`'s routes: each entry's handler on its method and path.
+fn routes_of<'a>(table: impl IntoIterator<Item = &'a ManagementRoute>) -> Router<AppState> {
     let mut by_path: std::collections::BTreeMap<&str, MethodRouter<AppState>> = Default::default();
-    for route in MANAGEMENT_ROUTES {
-        let added = handler(route);
+    for route in table {
+        let added = (route.handler)();
         let merged = match by_path.remove(route.path) {
             Some(existing) => existing.merge(added),
             None => added,
@@ -588,4 +553,55 @@ async fn list_events(State(s): State<AppState>, InOrg(ctx): InOrg, query: QueryM
         .events
         .list_events(&ctx, query.get("after"), limit)
         .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::ServiceExt;
+
+    /// Adding a management route is one entry in the table and its handler: nothing else to
+    /// write, nothing to keep in step.
+    #[tokio::test]
+    async fn a_route_is_one_table_entry_and_its_handler() {
+        async fn ping(InOrg(ctx): InOrg) -> Answer {
+            ok(serde_json::json!({"org": ctx.org.name}))
+        }
+        const ADDED: ManagementRoute = route!(GET "/orgs/{org}/ping" => ping);
+
+        let dir = tempfile::tempdir().unwrap();
+        let token = crate::auth::generate_token();
+        let (catalog, _) = crate::deployment::open(dir.path(), "demo", Some(&token))
+            .await
+            .unwrap();
+        let state = AppState { catalog };
+        let router = routes_of(MANAGEMENT_ROUTES.iter().chain([&ADDED])).with_state(state);
+        let request = http::Request::get(format!("{MANAGEMENT_BASE_PATH}/orgs/demo/ping"))
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let answer = router.clone().oneshot(request).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        let body = axum::body::to_bytes(answer.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], br#"{"org":"demo"}"#);
+        // The table's own routes are served beside it.
+        let me = http::Request::get(format!("{MANAGEMENT_BASE_PATH}/me"))
+            .header("authorization", format!("Bearer {token}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert_eq!(router.oneshot(me).await.unwrap().status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn every_route_is_written_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for route in MANAGEMENT_ROUTES {
+            assert!(
+                seen.insert((route.method, route.path)),
+                "{route:?} is in the table twice"
+            );
+        }
+    }
 }
