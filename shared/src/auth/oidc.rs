@@ -187,12 +187,6 @@ impl OidcVerifier {
         self
     }
 
-    /// Clock skew tolerated on `exp` and `nbf`.
-    pub fn with_leeway(mut self, leeway: Duration) -> Self {
-        self.leeway = leeway;
-        self
-    }
-
     /// The least time between two reads of the issuer's keys (see `Jwks`).
     pub fn with_min_refetch_interval(mut self, interval: Duration) -> Self {
         self.jwks = self.jwks.with_min_refetch_interval(interval);

@@ -148,12 +148,6 @@ impl Builder {
         self
     }
 
-    /// Wraps the store (a fault injector, a recorder).
-    pub fn wrap_store(mut self, wrap: Wrap<dyn MetaStore>) -> Self {
-        self.store = wrap(self.store);
-        self
-    }
-
     /// Wraps the object stores.
     pub fn wrap_objects(mut self, wrap: Wrap<dyn ObjectStores>) -> Self {
         self.objects = wrap(self.objects);

@@ -105,12 +105,6 @@ impl Kind {
             Kind::VisibilityChanged => "io.floe.namespace.visibility-changed",
         }
     }
-
-    /// Whether the event is about access (who may do what) rather than data: only those who
-    /// administer the object read it.
-    pub fn is_about_access(self) -> bool {
-        matches!(self, Kind::GrantChanged | Kind::VisibilityChanged)
-    }
 }
 
 /// One change event, as stored, published and read back: a CloudEvents 1.0 structured-mode

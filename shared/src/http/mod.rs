@@ -46,16 +46,16 @@ pub struct AppState {
 pub struct GroupHandlers {
     group: Group,
     methods: fn(Operation) -> Option<MethodRouter<AppState>>,
-    keys: Keys,
+    keys: KeyLayer,
     answers: Answers,
 }
 
 /// Whether a group's mutations honour `Idempotency-Key`: a function pointer rather than a flag,
 /// so that a function whose group has none links no idempotency code.
-type Keys = fn(MethodRouter<AppState>, &AppState, Operation) -> MethodRouter<AppState>;
+type KeyLayer = fn(MethodRouter<AppState>, &AppState, Operation) -> MethodRouter<AppState>;
 
 /// How a group's answers leave the router (compressed on request, or as they are), around the
-/// layers every router has; a function pointer for the same reason as [`Keys`].
+/// layers every router has; a function pointer for the same reason as [`KeyLayer`].
 type Answers = fn(Router) -> Router;
 
 impl GroupHandlers {
@@ -80,7 +80,7 @@ impl GroupHandlers {
     const fn new(
         group: Group,
         methods: fn(Operation) -> Option<MethodRouter<AppState>>,
-        keys: Keys,
+        keys: KeyLayer,
         answers: Answers,
     ) -> Self {
         Self {

@@ -1,5 +1,5 @@
 //! Table operations: create, register, load, list, commit (one table, or several in a
-//! transaction), drop, unregister, rename, metrics, views.
+//! transaction), drop and recovery, unregister, rename, metrics, storage access.
 
 mod answers;
 mod commit;
@@ -177,21 +177,6 @@ impl TableService {
         })
     }
 
-    /// Views are not supported; listing them succeeds empty so engines' probes work.
-    pub async fn list_views(
-        &self,
-        ctx: &OrgContext,
-        namespace: &str,
-        page: &paging::PageRequest,
-    ) -> Result<ListTablesResponse> {
-        let ns = self.core.lookups.live_namespace(ctx, namespace).await?;
-        authorize(&ctx.access, Resource::Namespace(&ns.row), Action::Read)?;
-        Ok(ListTablesResponse {
-            identifiers: vec![],
-            next_page_token: page.size.map(|_| None),
-        })
-    }
-
     pub async fn create_table(
         &self,
         ctx: &OrgContext,
@@ -237,7 +222,7 @@ impl TableService {
                 .await?
                 .is_some()
             {
-                return Err(table_exists(namespace, &request.name));
+                return Err(table_already_exists(namespace, &request.name));
             }
             let placement = self
                 .place_table(
@@ -438,7 +423,7 @@ impl TableService {
                 Err(NewTableError::NamespaceChanged)
             }
             Err(ChangeFailure::Refused(NewTablePart::Name)) => {
-                Err(table_exists(&ns.row.name, name).into())
+                Err(table_already_exists(&ns.row.name, name).into())
             }
             Err(ChangeFailure::Refused(NewTablePart::NotAView)) => {
                 Err(view_holds_name(&ns.row.name, name).into())
@@ -648,7 +633,7 @@ impl TableService {
             .table_row(&ns.row, &request.source.name)
             .await?;
         if request.source.name == request.destination.name {
-            return Err(table_exists(source_ns, &request.destination.name));
+            return Err(table_already_exists(source_ns, &request.destination.name));
         }
         let mut moved = source.row.clone();
         moved.name = request.destination.name.clone();
@@ -717,7 +702,7 @@ impl TableService {
                 )))
             }
             Err(ChangeFailure::Refused(RenamePart::Destination | RenamePart::Grants)) => {
-                Err(table_exists(source_ns, &request.destination.name))
+                Err(table_already_exists(source_ns, &request.destination.name))
             }
             Err(ChangeFailure::Refused(RenamePart::NotAView)) => {
                 Err(view_holds_name(source_ns, &request.destination.name))
@@ -984,7 +969,7 @@ pub(super) fn view_holds_name(namespace: &str, name: &str) -> CatalogError {
     ))
 }
 
-fn table_exists(namespace: &str, table: &str) -> CatalogError {
+fn table_already_exists(namespace: &str, table: &str) -> CatalogError {
     CatalogError::AlreadyExists(format!("Table already exists: {namespace}.{table}"))
 }
 

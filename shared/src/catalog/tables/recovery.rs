@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{TableService, no_view_named, table_exists, view_holds_name};
+use super::{TableService, no_view_named, table_already_exists, view_holds_name};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::access::AccessService;
 use crate::catalog::namespaces::purge::{IMMEDIATE_INDEX_MS, RECOVERY_PERIOD};
@@ -245,7 +245,7 @@ impl TableService {
                 .await?
                 .is_some()
             {
-                return Err(table_exists(namespace, &name));
+                return Err(table_already_exists(namespace, &name));
             }
             if self
                 .core

@@ -20,7 +20,7 @@ use iceberg::spec::TableMetadata;
 use serde::{Deserialize, Serialize};
 
 use super::placement;
-use super::{TableAt, TableRequestOptions, TableService, table_exists};
+use super::{TableAt, TableRequestOptions, TableService, table_already_exists};
 use crate::authz::{Action, Resource, authorize};
 use crate::catalog::access::AccessService;
 use crate::catalog::parity::format_versions;
@@ -93,7 +93,7 @@ impl TableService {
                 rows::get::<TableRow>(&*self.core.store, &keys::table(&ns.row.id, &request.name))
                     .await?;
             if existing.is_some() && !overwrite {
-                return Err(table_exists(namespace, &request.name));
+                return Err(table_already_exists(namespace, &request.name));
             }
             let site = self.registration_site(ctx, &ns.row, &file).await?;
             let objects = self.core.lookups.objects_for(&site.bucket).await?;
@@ -185,7 +185,7 @@ impl TableService {
                     continue;
                 }
                 Err(ChangeFailure::Refused(RegisterPart::Name)) if !overwrite => {
-                    return Err(table_exists(namespace, &request.name));
+                    return Err(table_already_exists(namespace, &request.name));
                 }
                 // The table was committed, dropped or created meanwhile, or the dropped table
                 // taken over was restored or fenced: read it again.
