@@ -1,7 +1,6 @@
-//! `floe`: the local catalog server, admin commands, the management API client and the latency
-//! bench.
+//! `floe`: the local catalog server, admin commands and the management API client. The
+//! benchmark lab is its own binary, `floe-bench` (bench/floe-bench).
 
-mod bench;
 mod manage;
 mod serve;
 
@@ -36,15 +35,6 @@ enum Command {
     Routes,
     /// Print the AWS actions each function's code can call, and the vending role's, as JSON.
     Iam,
-    /// Measure loadTable and commit latency against a running catalog.
-    Bench(bench::BenchArgs),
-    /// Grow a table to many snapshots by appends, maintain it with the default policy, and
-    /// report its files, bytes and commit latency before and after, and the run's cost.
-    BenchMaintenance(bench::maintenance::MaintenanceBenchArgs),
-    /// Measure one org's commit rate by writers × tables, with events numbered in the change's
-    /// write (before) and by the sequencer (now), on the embedded store, a model of DynamoDB's
-    /// item limits and (--dynamodb) DynamoDB.
-    BenchWrites(bench::writes::WritesBenchArgs),
     #[command(flatten)]
     Manage(manage::Command),
 }
@@ -65,9 +55,6 @@ fn main() -> std::process::ExitCode {
             Command::Manage(_) => unreachable!("answered above"),
             Command::Serve(args) => serve::serve(args).await,
             Command::Admin(command) => serve::admin(command).await,
-            Command::Bench(args) => bench::run(args).await,
-            Command::BenchMaintenance(args) => bench::maintenance::run(args).await,
-            Command::BenchWrites(args) => bench::writes::run(args).await,
             Command::Routes => {
                 let routes: Vec<serde_json::Value> = floe::routes::ROUTES
                     .iter()

@@ -11,24 +11,8 @@
 //! through): the highest q-value among gzip and zstd, zstd on a tie, none for `identity` or
 //! without `Accept-Encoding`; answers under [`crate::http::MIN_COMPRESSED_BYTES`] go plain.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use bytes::Bytes;
 use flate2::{Compress, Compression, FlushCompress, Status};
-
-/// Whether table answers are compressed from the cache (the default). `floe bench` turns it off
-/// to measure compression per request, the compression layer's way, beside it in one run.
-static FROM_CACHE: AtomicBool = AtomicBool::new(true);
-
-/// Turns compression from the cache on or off for this process (see [`FROM_CACHE`]).
-pub fn set_from_cache(on: bool) {
-    FROM_CACHE.store(on, Ordering::Relaxed);
-}
-
-/// Whether table answers are compressed from the cache.
-pub fn from_cache() -> bool {
-    FROM_CACHE.load(Ordering::Relaxed)
-}
 
 /// A compressed encoding Floe answers in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

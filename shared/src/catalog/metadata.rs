@@ -192,6 +192,8 @@ pub struct MetadataCache {
     referenced: Cache<String, Bytes>,
     /// Documents compressed for answers, by what identifies their bytes and the encoding.
     compressed: Cache<(String, Encoding), Arc<Segment>>,
+    /// Whether commits rewrite whole files instead of splicing (`floe-bench` only).
+    baselines: Arc<crate::core::baselines::Baselines>,
 }
 
 /// A parsed document and the size of the JSON it came from (what its weight is counted from).
@@ -230,10 +232,12 @@ const COMPRESSED_SHARE: u64 = 4;
 const PARSED_WEIGHT_FACTOR: usize = 3;
 
 impl MetadataCache {
-    /// At most `max_bytes` of stored documents, and as much again for parsed ones.
-    pub fn new(max_bytes: u64) -> Self {
+    /// At most `max_bytes` of stored documents, and as much again for parsed ones;
+    /// `baselines` says whether commits splice (see [`crate::core::baselines`]).
+    pub fn new(max_bytes: u64, baselines: Arc<crate::core::baselines::Baselines>) -> Self {
         let weight = |len: usize| u64::try_from(len).unwrap_or(u64::MAX);
         Self {
+            baselines,
             entries: Cache::weighted(max_bytes, move |_, entry: &Arc<CachedMetadata>| {
                 weight(entry.raw.len() + entry.layout.as_ref().map_or(0, Layout::weight))
             }),
@@ -348,7 +352,8 @@ impl MetadataCache {
         v1_refs: Option<&Refs>,
         base: Option<Base<'_>>,
     ) -> Result<Written> {
-        let (raw, layout) = serialize_laid_out(&metadata, v1_refs, base)?;
+        let splicing = !self.baselines.full_rewrite();
+        let (raw, layout) = serialize_laid_out(&metadata, v1_refs, base, splicing)?;
         let stored = Codec::of_file(location).encode(&raw)?;
         // A big file is hashed while it is written: the two passes over its bytes overlap.
         let (sha256, put) = if stored.len() >= HASH_BESIDE_WRITE_BYTES {
@@ -425,15 +430,6 @@ pub fn serialize(metadata: &TableMetadata, v1_refs: Option<&Refs>) -> Result<Byt
         .map_err(|e| CatalogError::Internal(format!("Cannot serialize table metadata: {e}")))
 }
 
-/// Whether commits splice their files from the base file's bytes (the default). `floe bench`
-/// turns it off to measure the full rewrite beside it in one run.
-static SPLICING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// Turns splicing on or off for this process (see [`SPLICING`]); the bytes written are the same.
-pub fn set_splicing(on: bool) {
-    SPLICING.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// The new file's JSON and its layout: spliced from `base` when it can be, else the full
 /// document, laid out for the next commit. Debug builds check the splice against the full path
 /// on every commit, so that every test that commits compares the two.
@@ -441,8 +437,8 @@ fn serialize_laid_out(
     metadata: &TableMetadata,
     v1_refs: Option<&Refs>,
     base: Option<Base<'_>>,
+    splicing: bool,
 ) -> Result<(Bytes, Option<Layout>)> {
-    let splicing = SPLICING.load(std::sync::atomic::Ordering::Relaxed);
     let spliced = base.filter(|_| splicing).and_then(|base| {
         let layout = base.file.layout.as_ref()?;
         splice::splice(

@@ -68,7 +68,10 @@ impl Catalog {
     /// The services over `core`.
     pub fn new(core: Core) -> Self {
         let core = Arc::new(core);
-        let metadata = Arc::new(MetadataCache::new(metadata::DEFAULT_CACHE_BYTES));
+        let metadata = Arc::new(MetadataCache::new(
+            metadata::DEFAULT_CACHE_BYTES,
+            core.baselines.clone(),
+        ));
         Self {
             tables: TableService::new(core.clone(), metadata.clone()),
             views: ViewService::new(core.clone()),

@@ -3,7 +3,6 @@
 //! write. Whatever lands, lands together; whatever does not, leaves no trace.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,18 +22,6 @@ const FIRST_SEQUENCE_WAIT: Duration = Duration::from_millis(2);
 const MAX_SEQUENCE_WAIT: Duration = Duration::from_millis(100);
 /// Event counters an instance remembers (forgotten all at once past this).
 const KNOWN_COUNTERS: usize = 10_000;
-
-/// Whether changes number their events on the org's counter in their own write (see
-/// [`set_numbering_on_write`]).
-static NUMBER_ON_WRITE: AtomicBool = AtomicBool::new(false);
-
-/// Makes this process's changes number their events on the org's counter in their own write,
-/// the way they did before the sequencer took that off the write path, or not (the default).
-/// For `floe bench`, which measures both in one run; the events numbered on write carry no
-/// `entity-sequence`.
-pub fn set_numbering_on_write(on: bool) {
-    NUMBER_ON_WRITE.store(on, Ordering::Relaxed);
-}
 
 fn taken_over() -> StoreError {
     // A retry took the key over after this request's lease ran out: it runs the change, so
@@ -198,6 +185,8 @@ pub struct ChangeWriter {
     counters: Mutex<HashMap<String, outbox::Counter>>,
     /// Each entity's event counter as this instance last wrote it, by (org, entity).
     entity_counters: Mutex<HashMap<(String, String), pending::EntityCounter>>,
+    /// Whether changes number their events in their own write (the path `floe-bench` compares).
+    baselines: Arc<super::baselines::Baselines>,
 }
 
 impl ChangeWriter {
@@ -205,11 +194,13 @@ impl ChangeWriter {
         store: Arc<dyn MetaStore>,
         clock: Arc<dyn Clock>,
         event_retention: Duration,
+        baselines: Arc<super::baselines::Baselines>,
     ) -> Self {
         Self {
             store,
             clock,
             event_retention,
+            baselines,
             events_written: Arc::default(),
             counters: Mutex::default(),
             entity_counters: Mutex::default(),
@@ -286,7 +277,7 @@ impl ChangeWriter {
         events: Vec<Draft>,
         answer: Option<String>,
     ) -> Result<(), StoreError> {
-        if NUMBER_ON_WRITE.load(Ordering::Relaxed) {
+        if self.baselines.number_on_write() {
             return self.write_numbered(key, writes, events, answer).await;
         }
         let org = events[0].data.org.clone();
@@ -327,7 +318,7 @@ impl ChangeWriter {
 
     /// The write as it was before events waited for the sequencer: numbered on the org's
     /// counter inside the change's own write, so all of an org's changes queue on that one
-    /// item. Kept for `floe bench`, which compares both in one run.
+    /// item. Kept for `floe-bench writes` (see `core::baselines`), which compares both in one run.
     async fn write_numbered(
         &self,
         key: Option<&KeyClaim>,

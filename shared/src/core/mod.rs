@@ -6,6 +6,7 @@
 //! area services of `catalog`, each holding an `Arc<Core>`. Nothing here imports `catalog`.
 
 pub mod authn;
+pub mod baselines;
 pub mod bucket_keys;
 pub mod changes;
 mod context;
@@ -49,6 +50,8 @@ pub struct Core {
     /// Signalled when an admin asks for a purge now (an immediate delete): a purger running
     /// beside the server (`floe serve`) wakes on it.
     pub purge_wanted: Arc<tokio::sync::Notify>,
+    /// The replaced code paths this catalog takes (none but in `floe-bench`).
+    pub baselines: Arc<baselines::Baselines>,
 }
 
 impl Core {
@@ -169,6 +172,7 @@ impl Builder {
     pub fn build(self) -> Core {
         let limits = self.limits;
         let ttl = limits.auth_cache_ttl;
+        let baselines = Arc::new(baselines::Baselines::default());
         Core {
             authn: Authenticator::new(self.store.clone(), self.oidc, ttl),
             lookups: Lookups::new(
@@ -181,6 +185,7 @@ impl Builder {
                 self.store.clone(),
                 self.clock.clone(),
                 limits.event_retention,
+                baselines.clone(),
             ),
             keys: Keys::new(
                 self.store.clone(),
@@ -192,6 +197,7 @@ impl Builder {
                 None => paging::PageTokens::random(),
             },
             purge_wanted: Arc::default(),
+            baselines,
             store: self.store,
             objects: self.objects,
             vendor: self.vendor,

@@ -63,7 +63,8 @@ pub(super) async fn table_response(
     let (prefix, suffix) = answer.envelope();
     let size = prefix.len() + answer.metadata().len() + suffix.len();
     let encoding = crate::encoding::Encoding::negotiate(headers).filter(|_| {
-        size >= usize::from(super::MIN_COMPRESSED_BYTES) && crate::encoding::from_cache()
+        size >= usize::from(super::MIN_COMPRESSED_BYTES)
+            && !s.catalog.tables.baselines().compress_per_request()
     });
     if let Some(encoding) = encoding {
         let compressed = match s.catalog.tables.compressed_metadata(answer, encoding).await {

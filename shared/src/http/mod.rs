@@ -285,7 +285,7 @@ pub const MIN_COMPRESSED_BYTES: u16 = 1024;
 /// [`MIN_COMPRESSED_BYTES`]; a client that sends no `Accept-Encoding` gets plain JSON.
 /// Metadata documents shrink about tenfold, which is what keeps big tables under Lambda's
 /// response limit. The fastest level: at the default one, gzip took ten times as long as the
-/// rest of a 1,000-snapshot load (`floe bench`); the fastest compresses nearly as well.
+/// rest of a 1,000-snapshot load (`floe-bench requests`); the fastest compresses nearly as well.
 pub(crate) fn compression()
 -> tower_http::compression::CompressionLayer<tower_http::compression::predicate::SizeAbove> {
     tower_http::compression::CompressionLayer::new()

@@ -1,5 +1,5 @@
 //! An `ObjectStores` wrapper that counts each request of table storage by kind, then forwards
-//! it unchanged: `floe bench` reports object round trips per operation with it.
+//! it unchanged: `floe-bench` reports object round trips per operation with it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,5 @@
 //! A `MetaStore` wrapper that tells an observer what each request uses, then forwards it
-//! unchanged: `floe bench` counts store requests per operation with it, and the IAM test
+//! unchanged: `floe-bench` counts store requests per operation with it, and the IAM test
 //! attributes every use to the function that made it.
 
 use std::sync::Arc;

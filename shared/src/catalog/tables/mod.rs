@@ -111,6 +111,12 @@ impl TableService {
         }
     }
 
+    /// The replaced code paths this catalog takes (answers compressed per request, in
+    /// `floe-bench` only).
+    pub fn baselines(&self) -> &crate::core::baselines::Baselines {
+        &self.core.baselines
+    }
+
     /// Forgets the answers kept for warm loads, as a newly started instance would.
     pub fn forget_answers(&self) {
         self.answers.clear();

@@ -1,4 +1,4 @@
-//! `floe bench-maintenance`: a table grown by appends to many snapshots (each with its own
+//! `floe-bench maintenance`: a table grown by appends to many snapshots (each with its own
 //! data file, manifest and manifest list, written with the `iceberg` crate; every 100
 //! manifests are merged into one, as Java's default manifest merging keeps lists short), then
 //! maintained once with the default policy. Reports the table's files and bytes, its metadata
@@ -13,6 +13,7 @@
 //! In process (embedded store, local warehouse): the commit latency is the catalog's own
 //! work, without HTTP framing; compare the before and after figures of one run.
 
+use crate::record::report;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -113,7 +114,7 @@ pub async fn run(args: MaintenanceBenchArgs) -> Result<(), String> {
             "cost-usd": {"lambda": lambda, "s3": s3, "dynamodb": dynamodb, "total": lambda + s3 + dynamodb},
         },
     });
-    println!(
+    report!(
         "{}",
         serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
     );

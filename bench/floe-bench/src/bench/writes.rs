@@ -1,4 +1,4 @@
-//! `floe bench-writes`: one org's commit rate by writers × tables, with the change's events
+//! `floe-bench writes`: one org's commit rate by writers × tables, with the change's events
 //! numbered on the org's counter in its own write (before) and waiting for the sequencer
 //! (now), in one run.
 //!
@@ -18,6 +18,7 @@
 //! stream's batches. After each run the feed must hold every change once, gap-free, or the
 //! bench fails.
 
+use crate::record::report;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,7 +61,7 @@ const SEQUENCER_INTERVAL: Duration = Duration::from_secs(1);
 const WRITE_UNITS_PER_SECOND: u64 = 1000;
 
 pub async fn run(args: WritesBenchArgs) -> Result<(), String> {
-    println!(
+    report!(
         "commits/s of one org, numbered on the org's counter in the change's write (before) \
          and waiting for the sequencer (now); {} s a run",
         args.seconds
@@ -70,17 +71,17 @@ pub async fn run(args: WritesBenchArgs) -> Result<(), String> {
         stores.push(Backend::Dynamodb);
     }
     for backend in stores {
-        println!();
-        println!("## {}", backend.describe(&args));
-        println!();
+        report!();
+        report!("## {}", backend.describe(&args));
+        report!();
         let mut header = String::from("| writers \\ tables |");
         let mut rule = String::from("| --- |");
         for tables in &args.tables {
             header.push_str(&format!(" {tables} |"));
             rule.push_str(" --- |");
         }
-        println!("{header}");
-        println!("{rule}");
+        report!("{header}");
+        report!("{rule}");
         for &writers in &args.writers {
             let mut line = format!("| {writers} |");
             for &tables in &args.tables {
@@ -104,10 +105,9 @@ pub async fn run(args: WritesBenchArgs) -> Result<(), String> {
                     now.busiest
                 );
             }
-            println!("{line}");
+            report!("{line}");
         }
     }
-    floe::core::changes::set_numbering_on_write(false);
     Ok(())
 }
 
@@ -149,7 +149,6 @@ async fn measure(
     tables: usize,
     numbering_on_write: bool,
 ) -> Result<Outcome, String> {
-    floe::core::changes::set_numbering_on_write(numbering_on_write);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (read, transaction) = (
         Duration::from_millis(args.model_read_ms),
@@ -183,6 +182,10 @@ async fn measure(
         Arc::new(ObservedStore::new(store, observer))
     });
     let (catalog, ctx) = super::open_demo(dir.path(), None, wraps).await?;
+    catalog
+        .core
+        .baselines
+        .set_number_on_write(numbering_on_write);
     catalog
         .namespaces
         .create_namespace(

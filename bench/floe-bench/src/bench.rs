@@ -1,4 +1,4 @@
-//! `floe bench`: loadTable and commit latency over loopback HTTP at several table sizes (built
+//! `floe-bench requests`: loadTable and commit latency over loopback HTTP at several table sizes (built
 //! through the API), what each load variant (full, `snapshots=refs`, gzip, a 304 on an unchanged
 //! table) costs in time and bytes, the store and object round trips and CPU time of each
 //! operation, and (`--cost`) what a million of each would cost on AWS.
@@ -16,6 +16,7 @@ pub mod maintenance;
 mod signing;
 pub mod writes;
 
+use crate::record::report;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -171,7 +172,7 @@ impl Summary {
         let pick = |q: f64| self.samples[((n as f64 * q) as usize).min(n - 1)];
         let total: Duration = self.samples.iter().sum();
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        println!(
+        report!(
             "{:<10} {label:<32} n={n:<5} median={:.3}ms p90={:.3}ms p99={:.3}ms mean={:.3}ms throughput={:.0}/s (sequential)",
             self.name,
             ms(pick(0.5)),
@@ -248,12 +249,20 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         table
             .grow_to(&http, &table_path, size, args.batch.max(1))
             .await?;
-        let loads = measure_variants(&http, &table_path, &args, meter.as_ref()).await?;
+        let loads = measure_variants(
+            &http,
+            &table_path,
+            &args,
+            meter.as_ref(),
+            private_catalog.as_deref(),
+        )
+        .await?;
         let commits =
             measure_commits(&http, &table_path, &args, &mut table, meter.as_ref()).await?;
-        let compared = match &_private {
-            Some(dir) if args.floor => Some(
+        let compared = match (&_private, &private_catalog) {
+            (Some(dir), Some(catalog)) if args.floor => Some(
                 compare_commit_paths(
+                    catalog,
                     &http,
                     &table_path,
                     &args,
@@ -273,15 +282,17 @@ pub async fn run(args: BenchArgs) -> Result<(), String> {
         }
         None => None,
     };
-    println!(
-        "floe bench: {} ({} measured requests per row, {} warm-up)",
-        http.base, args.iterations, args.warmup
+    report!(
+        "floe-bench requests: {} ({} measured requests per row, {} warm-up)",
+        http.base,
+        args.iterations,
+        args.warmup
     );
     for (size, loads, commits, compared) in &mut results {
         for variant in loads.iter_mut() {
             let label = format!("{size} snapshots, {}", variant.label);
             variant.summary.print(&label);
-            println!("{:<10} {:<32} {} bytes per answer", "", "", variant.bytes);
+            report!("{:<10} {:<32} {} bytes per answer", "", "", variant.bytes);
             if let Some(usage) = &variant.usage {
                 print_usage(usage);
             }
@@ -449,7 +460,7 @@ impl Compared {
         self.beside_floor
             .print(&format!("{size} snapshots, append, in turns with it"));
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
-        println!(
+        report!(
             "{:<10} {:<32} medians: append / floor {:.2}x (in turns), full rewrite / append {:.2}x",
             "",
             "",
@@ -460,6 +471,7 @@ impl Compared {
 }
 
 async fn compare_commit_paths(
+    catalog: &floe::catalog::Catalog,
     http: &Http,
     path: &str,
     args: &BenchArgs,
@@ -467,9 +479,9 @@ async fn compare_commit_paths(
     meter: Option<&Meter>,
     scratch: &std::path::Path,
 ) -> Result<Compared, String> {
-    floe::catalog::metadata::set_splicing(false);
+    catalog.core.baselines.set_full_rewrite(true);
     let full = measure_commits(http, path, args, table, meter).await;
-    floe::catalog::metadata::set_splicing(true);
+    catalog.core.baselines.set_full_rewrite(false);
     let full = full?;
     let (beside_floor, floor) = measure_beside_floor(http, path, args, table, scratch).await?;
     Ok(Compared {
@@ -609,7 +621,7 @@ async fn measure_signing(
 
 fn print_usage(usage: &Usage) {
     let n = usage.requests as f64;
-    println!(
+    report!(
         "{:<10} {:<32} per request: {:.2} store reads, {:.2} store writes ({:.2} items), {:.2} object GETs, {:.2} PUTs, {:.2} LISTs, {:.3} ms CPU",
         "",
         "",
@@ -627,10 +639,16 @@ fn print_usage(usage: &Usage) {
 type SizeResult = (usize, Vec<Variant>, Measured, Option<Compared>);
 
 fn print_costs(results: &[SizeResult], signed: Option<&Measured>) {
-    println!("cost per million operations on AWS (floe bench --cost):");
-    println!(
+    report!("cost per million operations on AWS (floe-bench requests --cost):");
+    report!(
         "{:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "operation", "billed", "lambda", "api-gw", "dynamodb", "s3", "total"
+        "operation",
+        "billed",
+        "lambda",
+        "api-gw",
+        "dynamodb",
+        "s3",
+        "total"
     );
     let row = |label: String, usage: &Usage| {
         let op = cost::PerOperation::new(
@@ -641,7 +659,7 @@ fn print_costs(results: &[SizeResult], signed: Option<&Measured>) {
             usage.response_bytes,
         );
         let c = cost::per_million(&op);
-        println!(
+        report!(
             "{label:<34} {:>7.0}ms {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
             cost::billed_ms(&op),
             c.lambda,
@@ -667,7 +685,7 @@ fn print_costs(results: &[SizeResult], signed: Option<&Measured>) {
     if let Some(usage) = signed.and_then(|s| s.usage.as_ref()) {
         row("signRequest (per storage request)".into(), usage);
     }
-    println!("{}", cost::assumptions());
+    report!("{}", cost::assumptions());
 }
 
 /// Warm loadTable throughput with concurrent clients, and the floor's when asked.
@@ -678,12 +696,14 @@ struct Throughput {
 
 impl Throughput {
     fn print(&self, args: &BenchArgs) {
-        println!(
+        report!(
             "loadTable  throughput, {} clients, {} s: {:.0} requests/s",
-            args.clients, args.seconds, self.floe
+            args.clients,
+            args.seconds,
+            self.floe
         );
         if let Some(floor) = self.floor {
-            println!(
+            report!(
                 "floor      the same answer from a minimal server: {floor:.0} requests/s; Floe reaches {:.2} of it",
                 self.floe / floor
             );
@@ -846,11 +866,14 @@ struct Variant {
     usage: Option<Usage>,
 }
 
+/// `catalog`: the private catalog, whose compression path the old-path variants switch (they
+/// run only beside the floors, on a private catalog).
 async fn measure_variants(
     http: &Http,
     path: &str,
     args: &BenchArgs,
     meter: Option<&Meter>,
+    catalog: Option<&floe::catalog::Catalog>,
 ) -> Result<Vec<Variant>, String> {
     let mut out = Vec::with_capacity(LOAD_VARIANTS.len());
     for LoadVariant {
@@ -862,10 +885,16 @@ async fn measure_variants(
     } in LOAD_VARIANTS
     {
         // The path before answers were compressed from the cache: only beside the floors.
-        if old_path && !(args.floor && args.url.is_none()) {
+        let baselines = match catalog {
+            Some(catalog) if args.floor => Some(&catalog.core.baselines),
+            _ => None,
+        };
+        if old_path && baselines.is_none() {
             continue;
         }
-        floe::encoding::set_from_cache(!old_path);
+        if let Some(baselines) = baselines {
+            baselines.set_compress_per_request(old_path);
+        }
         let uri = format!("{path}{query}");
         let tag = if conditional {
             let (_, tag, _) = http.call_with(Method::GET, &uri, None, &[]).await?;
@@ -914,7 +943,9 @@ async fn measure_variants(
             usage,
         });
     }
-    floe::encoding::set_from_cache(true);
+    if let Some(catalog) = catalog {
+        catalog.core.baselines.set_compress_per_request(false);
+    }
     Ok(out)
 }
 
@@ -1009,7 +1040,7 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `floe bench --ui`: the table page of the web view, first and last page of the history, at
+/// `floe-bench requests --ui`: the table page of the web view, first and last page of the history, at
 /// each table size. The table grows through the API over loopback as for the other modes; pages
 /// are requested from the web view's router in process, with a session signed in once.
 async fn run_ui(args: &BenchArgs) -> Result<(), String> {
@@ -1074,15 +1105,17 @@ async fn run_ui(args: &BenchArgs) -> Result<(), String> {
             results.push((format!("{size} snapshots, {label}"), summary, bytes));
         }
     }
-    println!(
-        "floe bench --ui: the web view's table page in process ({} measured requests per row, {} warm-up)",
-        args.iterations, args.warmup
+    report!(
+        "floe-bench requests --ui: the web view's table page in process ({} measured requests per row, {} warm-up)",
+        args.iterations,
+        args.warmup
     );
     for (label, summary, bytes) in &mut results {
         summary.print(label);
-        println!(
+        report!(
             "{:<10} {:<32} {bytes} bytes per page (HTML, uncompressed)",
-            "", ""
+            "",
+            ""
         );
     }
     Ok(())
