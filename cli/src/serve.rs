@@ -11,7 +11,7 @@ use floe::bootstrap;
 use floe::catalog::Catalog;
 use floe::clock::{Clock, SystemClock};
 use floe::config::{Settings, StoreKind};
-use floe::events::publish::{NdjsonSink, Publisher, Sink, WebhookSink};
+use floe::events::publish::{NdjsonSink, Sink, WebhookSink};
 use floe::model::OrgRole;
 use floe::store::dynamodb::DynamoStore;
 
@@ -182,12 +182,8 @@ fn start_publishers(args: &ServeArgs, catalog: &Arc<Catalog>) -> Result<(), Stri
     }
     let poll = Duration::from_millis(args.events_poll_ms.max(10));
     for sink in sinks {
-        let publisher = Publisher::new(catalog.core.store.clone(), sink);
-        tokio::spawn(publisher.run(
-            catalog.core.changes.events_written(),
-            poll,
-            std::future::pending(),
-        ));
+        let publisher = catalog.events.publisher(sink);
+        tokio::spawn(publisher.run(catalog.events.written(), poll, std::future::pending()));
     }
     eprintln!("Change events: {}", file.display());
     Ok(())
@@ -316,7 +312,7 @@ async fn maintenance_beside_server(
 /// The purge beside the server: a run every `interval`, and one at once when an admin asks for
 /// a purge now (a request during a run starts another right after it).
 async fn purge_beside_server(catalog: std::sync::Arc<floe::catalog::Catalog>, interval: Duration) {
-    let wanted = catalog.core.purge_wanted.clone();
+    let wanted = catalog.purge_requested();
     loop {
         match catalog.purge_due(SystemClock.now_ms()).await {
             Ok(run) if !run.did_anything() => {}

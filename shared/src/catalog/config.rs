@@ -45,7 +45,7 @@ impl ConfigService {
             defaults: BTreeMap::new(),
             overrides,
             endpoints: advertised_endpoints(),
-            idempotency_key_lifetime: self.core.keys.lifetime().map(iso_duration),
+            idempotency_key_lifetime: self.core.idempotency.lifetime().map(iso_duration),
         })
     }
 }

@@ -46,6 +46,20 @@ pub struct EventService {
 }
 
 impl EventService {
+    /// A publisher of the org's numbered events to `sink`, from where it last stopped.
+    pub fn publisher(
+        &self,
+        sink: Arc<dyn crate::events::publish::Sink>,
+    ) -> crate::events::publish::Publisher {
+        crate::events::publish::Publisher::new(self.core.store.clone(), sink)
+    }
+
+    /// Signalled whenever this process writes a change event: a publisher beside the server
+    /// wakes on it instead of waiting out its poll.
+    pub fn written(&self) -> Arc<tokio::sync::Notify> {
+        self.core.changes.events_written()
+    }
+
     pub fn new(core: Arc<Core>) -> Self {
         Self { core }
     }

@@ -117,6 +117,17 @@ impl Catalog {
             .await
     }
 
+    /// Signalled when an admin asks for a purge now: a purger beside the server wakes on it.
+    pub fn purge_requested(&self) -> Arc<tokio::sync::Notify> {
+        self.core.purge_wanted.clone()
+    }
+
+    /// `Idempotency-Key` claims and their recorded answers (spec 1.11), for the edge's
+    /// idempotency layer.
+    pub fn idempotency(&self) -> &crate::core::IdempotencyKeys {
+        &self.core.idempotency
+    }
+
     /// Forgets every remembered token, row and metadata file, as a newly started instance
     /// (another Lambda, say) would: for tests that play two instances with one.
     pub fn forget_cached(&self) {

@@ -6,7 +6,7 @@
 //! re-checks its token's row on use (through the auth cache), so deleting the api client ends
 //! it; a JWT session expires with the JWT's `exp`.
 
-use crate::core::{Change, Core};
+use crate::core::{Change, Core, OrgContext};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +27,8 @@ pub struct OpenedSession {
     pub principal: Principal,
     /// Unix seconds.
     pub expires_at: u64,
+    /// Seconds from its opening to its end (a cookie's Max-Age).
+    pub lifetime_secs: u64,
 }
 
 impl std::fmt::Debug for OpenedSession {
@@ -68,6 +70,19 @@ impl SessionService {
 }
 
 impl SessionService {
+    /// `principal` inside `org` (an Iceberg warehouse, a web view's org), its standing there
+    /// resolved (and remembered for the auth cache's lifetime): 404 for an unknown org, 403
+    /// when Iceberg is disabled for it or the principal sees nothing in it.
+    pub async fn org_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
+        self.core.lookups.org_context(principal, org).await
+    }
+
+    /// `principal` inside the org a management route names, whether or not Iceberg is
+    /// enabled for it (the management API administers orgs either way).
+    pub async fn management_context(&self, principal: &Principal, org: &str) -> Result<OrgContext> {
+        self.core.lookups.management_context(principal, org).await
+    }
+
     /// Authenticates `token` as the API does and opens a session for its principal.
     pub async fn open_session(&self, token: &str) -> Result<OpenedSession> {
         let now_ms = self.core.clock.now_ms();
@@ -107,6 +122,7 @@ impl SessionService {
             id,
             principal,
             expires_at,
+            lifetime_secs: expires_at.saturating_sub(now_ms / 1000),
         })
     }
 

@@ -168,14 +168,14 @@ pub fn validate_key(key: &str) -> Result<()> {
 }
 
 /// Claims, finishes and checks idempotency keys.
-pub struct Keys {
+pub struct IdempotencyKeys {
     store: Arc<dyn MetaStore>,
     clock: Arc<dyn Clock>,
     /// How long clients may retry a mutation with one key; `None`: off.
     lifetime: Option<Duration>,
 }
 
-impl Keys {
+impl IdempotencyKeys {
     pub fn new(
         store: Arc<dyn MetaStore>,
         clock: Arc<dyn Clock>,

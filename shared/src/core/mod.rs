@@ -21,7 +21,7 @@ use std::time::Duration;
 pub use authn::Authenticator;
 pub use changes::{AsRead, Change, ChangeFailure, ChangeWriter};
 pub use context::OrgContext;
-pub use idempotency::Keys;
+pub use idempotency::IdempotencyKeys;
 pub use limits::{CommitRetry, Limits};
 pub use lookups::Lookups;
 
@@ -45,7 +45,7 @@ pub struct Core {
     pub authn: Authenticator,
     pub lookups: Lookups,
     pub changes: ChangeWriter,
-    pub keys: Keys,
+    pub idempotency: IdempotencyKeys,
     pub page_tokens: paging::PageTokens,
     /// Signalled when an admin asks for a purge now (an immediate delete): a purger running
     /// beside the server (`floe serve`) wakes on it.
@@ -187,7 +187,7 @@ impl Builder {
                 limits.event_retention,
                 baselines.clone(),
             ),
-            keys: Keys::new(
+            idempotency: IdempotencyKeys::new(
                 self.store.clone(),
                 self.clock.clone(),
                 limits.idempotency_lifetime,

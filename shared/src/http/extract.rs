@@ -62,8 +62,7 @@ pub(super) async fn org_context(
 ) -> Result<OrgContext, CatalogError> {
     state
         .catalog
-        .core
-        .lookups
+        .sessions
         .org_context(principal, params.prefix()?)
         .await
 }

@@ -51,7 +51,7 @@ pub fn keyed(
 
 /// Requests without a key (or with keys off) pass as they are.
 async fn with_key(state: AppState, operation: Operation, request: Request, next: Next) -> Response {
-    if state.catalog.core.keys.lifetime().is_none() || !request.headers().contains_key(HEADER) {
+    if state.catalog.idempotency().lifetime().is_none() || !request.headers().contains_key(HEADER) {
         return next.run(request).await;
     }
     run_keyed(state, operation, request, next)
@@ -81,8 +81,7 @@ async fn run_keyed(
     let fingerprint = fingerprint(&parts, &body);
     match state
         .catalog
-        .core
-        .keys
+        .idempotency()
         .claim_key(&key, &principal.id, &fingerprint)
         .await?
     {
@@ -127,7 +126,7 @@ async fn finish(
     response: Response,
 ) -> Response {
     if !is_final(response.status()) {
-        state.catalog.core.keys.finish_key(claim, None).await;
+        state.catalog.idempotency().finish_key(claim, None).await;
         return response;
     }
     // A table answer carries credentials, and an unregister's the whole metadata document: they
@@ -136,8 +135,7 @@ async fn finish(
     if response.status().is_success() && rebuilt {
         state
             .catalog
-            .core
-            .keys
+            .idempotency()
             .finish_key(claim, Some(Recorded::Reload))
             .await;
         return response;
@@ -146,7 +144,7 @@ async fn finish(
     let bytes = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            state.catalog.core.keys.finish_key(claim, None).await;
+            state.catalog.idempotency().finish_key(claim, None).await;
             return CatalogError::Internal(format!("cannot read the answer: {e}")).into_response();
         }
     };
@@ -156,8 +154,7 @@ async fn finish(
     };
     state
         .catalog
-        .core
-        .keys
+        .idempotency()
         .finish_key(claim, Some(recorded))
         .await;
     Response::from_parts(parts, Body::from(bytes))
@@ -174,7 +171,7 @@ async fn authorized_replay(
 ) -> Result<OrgContext, CatalogError> {
     let params = Params::from_request_parts(parts, state).await?;
     let ctx = org_context(state, principal, &params).await?;
-    let keys = &state.catalog.core.keys;
+    let keys = &state.catalog.idempotency();
     // A request whose path or body could not be parsed was answered 400 without acting: there
     // is nothing it acted on to check.
     match on {

@@ -135,8 +135,7 @@ impl FromRequestParts<AppState> for InOrg {
         let params = Params::from_request_parts(parts, state).await?;
         let ctx = state
             .catalog
-            .core
-            .lookups
+            .sessions
             .management_context(&principal, params.get("org")?)
             .await?;
         Ok(InOrg(ctx))

@@ -182,8 +182,7 @@ async fn sign_in(State(s): State<UiState>, headers: HeaderMap, body: Bytes) -> A
         Err(CatalogError::Unauthenticated(_)) => return Err(UiError::SignInRefused),
         Err(e) => return Err(e.into()),
     };
-    let now = s.catalog.core.clock.now_ms() / 1000;
-    let cookie = session::set_cookie(&opened.id, opened.expires_at.saturating_sub(now), &headers);
+    let cookie = session::set_cookie(&opened.id, opened.lifetime_secs, &headers);
     Ok(see_other(BASE_PATH, Some(cookie)))
 }
 
@@ -225,8 +224,7 @@ fn visibility(v: Visibility) -> &'static str {
 /// The signed-in principal inside the org the path names, its standing resolved.
 async fn in_org(s: &UiState, p: &Principal, params: &Params) -> Result<OrgContext, UiError> {
     Ok(s.catalog
-        .core
-        .lookups
+        .sessions
         .org_context(p, params.get("org")?)
         .await?)
 }

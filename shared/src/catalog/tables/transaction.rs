@@ -213,7 +213,7 @@ impl TableService {
                 continue;
             };
             self.core
-                .keys
+                .idempotency
                 .authorize_replay(
                     ctx,
                     crate::core::idempotency::Replayed::Table {
