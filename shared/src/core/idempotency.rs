@@ -4,7 +4,7 @@
 //! A key is a row per (key, principal), so nobody can replay another principal's answer. The
 //! first request claims it (a lease); a retry that finds the claim waits for it; a claim whose
 //! lease ran out (its request died) is taken over. The change itself is written in the same
-//! atomic store write as the row's move to `Applied`, through [`super::ChangeWriter::write_change`]: once a
+//! atomic store write as the row's move to `Applied`, through [`super::ChangeWriter::write_answering`]: once a
 //! change has landed, no retry can run it again, even when its answer was lost or the server
 //! died before recording it. The answer is then recorded (`Done`), except for 5xx answers,
 //! whose claim is released so that a retry runs again: unless the change had landed, which the
@@ -73,7 +73,7 @@ pub enum Recorded {
 #[derive(Debug)]
 pub enum Claim {
     /// Run the operation with the claim in its [`super::OrgContext`], then
-    /// [`Keys::finish_key`].
+    /// [`IdempotencyKeys::finish_key`].
     Run(KeyClaim),
     /// Answer as the first request did.
     Replay(Replay),

@@ -3,12 +3,12 @@
 //!
 //! One run of one table:
 //! 1. Resolve the policy ([`policy`]) from the table's properties and its namespace's.
-//! 2. Plan the expiry on the current metadata ([`expiry`]) and commit it (`remove-snapshot-ref`,
+//! 2. Plan the expiry on the current metadata (`expiry.rs`) and commit it (`remove-snapshot-ref`,
 //!    `remove-snapshots`, their statistics) as `floe-maintenance`, through the commit path's
 //!    compare-and-swap: a commit that lands first makes the run plan again on the new metadata.
-//! 3. Read what the metadata reaches now ([`reachable`]), list the table's directory and judge
-//!    every object ([`classify`]).
-//! 4. Delete the judged files in fenced batches ([`deletion`]): no commit lands while a batch is
+//! 3. Read what the metadata reaches now (`reachable.rs`), list the table's directory and judge
+//!    every object (`classify.rs`).
+//! 4. Delete the judged files in fenced batches (`deletion.rs`): no commit lands while a batch is
 //!    deleted, and one that landed before a batch makes the run re-read what the table reaches
 //!    and spare anything it references.
 //!
