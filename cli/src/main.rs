@@ -1,6 +1,8 @@
 //! `floe`: the local catalog server, admin commands and the management API client. The
 //! benchmark lab is its own binary, `floe-bench` (bench/floe-bench).
 
+#[cfg(test)]
+mod config_docs;
 mod manage;
 mod serve;
 

@@ -1,4 +1,4 @@
-"""Local invocation of the Lambda functions with cargo-lambda (pinned from PyPI), as README shows:
+"""Local invocation of the Lambda functions with cargo-lambda (pinned from PyPI), as docs/src/deploying.md shows:
 `cargo lambda watch` serves a function, `cargo lambda invoke --data-file events/...` calls it."""
 
 import contextlib

@@ -67,7 +67,7 @@ def test_iceberg_rust_writes_commits_and_reads_back_with_vended_credentials(floe
     # Vended with createTable for an hour; the client checked 55 minutes, so does this.
     assert summary["credential_lifetime_s"] >= 55 * 60, summary
     # iceberg-rust 0.10.1 builds the FileIO of the table a commit returns without the answer's
-    # config (a commit answer has none): no credentials there. The README tells users to reload.
+    # config (a commit answer has none): no credentials there. docs/src/engines.md tells users to reload.
     assert summary["commit_file_io_has_credentials"] is False
 
     # The table as Floe serves it to another engine.

@@ -8,7 +8,7 @@ The catalog holds that key (`FLOE_S3_ACCESS_KEY_ID`); engines never see it.
 PyIceberg 0.12 registers its signer on an s3fs client that fsspec shares between threads (and
 between FileIOs with the same S3 settings), unregistering and registering it again whenever a
 thread first uses a FileIO: a request of another thread in that window goes out unsigned (and
-S3 answers 403). The tests therefore run PyIceberg's work in the calling thread (README:
+S3 answers 403). The tests therefore run PyIceberg's work in the calling thread (docs/src/storage.md:
 "PyIceberg and remote signing").
 """
 
