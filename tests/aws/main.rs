@@ -1,5 +1,5 @@
-//! Conformance of every port's adapters, and credential vending, against moto's DynamoDB, S3,
-//! STS and KMS. `scripts/test` starts moto on a loopback port and sets FLOE_MOTO_ENDPOINT.
+//! Conformance of the AWS adapters of every port (the suites in tests/support/conformance), and
+//! credential vending, against moto's DynamoDB, S3, STS and KMS. `scripts/test` starts moto on a loopback port and sets FLOE_MOTO_ENDPOINT.
 
 mod events;
 mod objects;

@@ -1,24 +1,10 @@
-//! The `ObjectStore` conformance suite, run against the local filesystem and S3 (moto).
-
-use std::sync::Arc;
+//! The `ObjectStore` conformance suite (tests/support/conformance/objects.rs) on S3 (moto).
 
 use floe::model::{BucketAuth, S3Defaults};
-use floe::objects::local::{LocalObjectStore, file_url};
 use floe::objects::s3::S3Stores;
 
-use floe_tests::conformance::suite;
+use floe_tests::conformance::objects::suite;
 use floe_tests::moto;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn local_object_store_conformance() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    suite(
-        Arc::new(LocalObjectStore::new(root.clone())),
-        &file_url(&root),
-    )
-    .await;
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn s3_object_store_conformance() {

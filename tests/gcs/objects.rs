@@ -2,7 +2,7 @@
 
 use floe::model::BucketAuth;
 use floe::objects::{ObjectError, ObjectStore};
-use floe_tests::conformance::suite;
+use floe_tests::conformance::objects::suite;
 use floe_tests::{gcs, moto};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
