@@ -93,6 +93,15 @@ ROUTES = [
       "metadata-location": "file:///events/legacy/view/metadata/00001-6b1f7e9a.metadata.json"}),
     ("unregister-table", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister",
      {"namespace": "events_ns", "table": "events_table"}, {}, None),
+    ("plan-table-scan", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+     {"namespace": "events_ns", "table": "events_table"}, {},
+     {"filter": {"type": "gt-eq", "term": "id", "value": 1}, "case-sensitive": True, "use-snapshot-schema": False}),
+    ("fetch-planning-result", "GET", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+     {"namespace": "events_ns", "table": "events_table", "plan-id": "events_plan"}, {}, None),
+    ("cancel-planning", "DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+     {"namespace": "events_ns", "table": "events_table", "plan-id": "events_plan"}, {}, None),
+    ("fetch-scan-tasks", "POST", "/v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+     {"namespace": "events_ns", "table": "events_table"}, {}, {"plan-task": "events_task"}),
 ]
 
 # The management API (floe-management), relative to /api/v1; `{org}` is `demo`.

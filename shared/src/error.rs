@@ -27,6 +27,12 @@ pub enum CatalogError {
     NoSuchTable(String),
     #[error("{0}")]
     NoSuchView(String),
+    /// A plan id this catalog did not issue for this caller and table (404).
+    #[error("{0}")]
+    NoSuchPlanId(String),
+    /// A plan task this catalog did not issue for this caller and table (404).
+    #[error("{0}")]
+    NoSuchPlanTask(String),
     #[error("{0}")]
     AlreadyExists(String),
     #[error("{0}")]

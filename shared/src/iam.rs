@@ -56,6 +56,8 @@ pub enum Function {
     Credentials,
     /// Remote signing: signs engines' storage requests with a bucket's static keys.
     Signing,
+    /// Server-side scan planning: reads tables' metadata and manifests, vends on request.
+    Planning,
     Purge,
     /// The scheduled table maintenance: snapshot expiry and storage reclamation.
     Maintenance,
@@ -70,13 +72,14 @@ pub enum Function {
 use Capability::{DeadLetters, Objects, PublishEvents, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 11] = [
+    pub const ALL: [Function; 12] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
         Function::Commits,
         Function::Credentials,
         Function::Signing,
+        Function::Planning,
         Function::Purge,
         Function::Maintenance,
         Function::Management,
@@ -99,6 +102,7 @@ impl Function {
             Group::Commits => Function::Commits,
             Group::Credentials => Function::Credentials,
             Group::Signing => Function::Signing,
+            Group::Planning => Function::Planning,
         }
     }
 
@@ -111,6 +115,7 @@ impl Function {
             Function::Commits => "commits",
             Function::Credentials => "credentials",
             Function::Signing => "signing",
+            Function::Planning => "planning",
             Function::Purge => "purge",
             Function::Maintenance => "maintenance",
             Function::Management => "management",
@@ -190,6 +195,16 @@ impl Function {
             Function::Signing => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
+                Secrets(SecretUse::Open),
+            ],
+            // Row reads and the access queries, the table's current metadata file, its manifest
+            // lists and manifests (gets); a vend when the plan's caller asks for credentials.
+            // Nothing is written.
+            Function::Planning => &[
+                Store(StoreUse::Get),
+                Store(StoreUse::Query),
+                Objects(ObjectUse::Get),
+                Vend,
                 Secrets(SecretUse::Open),
             ],
             // The index query for expired namespaces, row reads, the fence (and failure

@@ -13,16 +13,19 @@ pub enum Group {
     Credentials,
     /// Remote signing: the only group that signs with a bucket's static keys.
     Signing,
+    /// Server-side scan planning: reads a table's manifests, writes nothing.
+    Planning,
 }
 
 impl Group {
-    pub const ALL: [Group; 6] = [
+    pub const ALL: [Group; 7] = [
         Group::Config,
         Group::Namespaces,
         Group::Tables,
         Group::Commits,
         Group::Credentials,
         Group::Signing,
+        Group::Planning,
     ];
 
     pub fn name(self) -> &'static str {
@@ -33,6 +36,7 @@ impl Group {
             Group::Commits => "commits",
             Group::Credentials => "credentials",
             Group::Signing => "signing",
+            Group::Planning => "planning",
         }
     }
 }
@@ -68,6 +72,10 @@ pub enum Operation {
     DropView,
     RenameView,
     RegisterView,
+    PlanTableScan,
+    FetchPlanningResult,
+    CancelPlanning,
+    FetchScanTasks,
 }
 
 impl Operation {
@@ -95,7 +103,12 @@ impl Operation {
             | Operation::ListViews
             | Operation::CreateView
             | Operation::LoadView
-            | Operation::ViewExists => Unkeyed,
+            | Operation::ViewExists
+            // Planning changes nothing and answers the same plan again: a key needs no replay.
+            | Operation::PlanTableScan
+            | Operation::FetchPlanningResult
+            | Operation::CancelPlanning
+            | Operation::FetchScanTasks => Unkeyed,
             Operation::CreateNamespace => keyed(On::Catalog, Answer::Namespace),
             Operation::DropNamespace => keyed(On::Namespace, Answer::NoContent),
             Operation::UpdateNamespaceProperties => keyed(On::Namespace, Answer::Recorded),
@@ -374,6 +387,30 @@ pub const ROUTES: &[Route] = &[
         "/v1/{prefix}/namespaces/{namespace}/register-view",
         Group::Tables,
         Operation::RegisterView,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+        Group::Planning,
+        Operation::PlanTableScan,
+    ),
+    route(
+        "GET",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        Group::Planning,
+        Operation::FetchPlanningResult,
+    ),
+    route(
+        "DELETE",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        Group::Planning,
+        Operation::CancelPlanning,
+    ),
+    route(
+        "POST",
+        "/v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+        Group::Planning,
+        Operation::FetchScanTasks,
     ),
 ];
 

@@ -742,6 +742,15 @@ async fn every_function_uses_exactly_what_it_declares() {
                 .assert_ok(200);
         }
     }
+    // A plan of a table with snapshots reads its manifest list.
+    call(
+        d,
+        Method::POST,
+        &format!("{tables}/swept/plan"),
+        Some(json!({})),
+    )
+    .await
+    .assert_ok(200);
     clock.advance_ms(2 * 3_600_000);
     let kept = format!("{org}/namespaces/ns/tables/kept");
     management(Method::GET, format!("{kept}/maintenance"), None)
@@ -835,6 +844,61 @@ async fn every_function_uses_exactly_what_it_declares() {
     call(d, Method::GET, &format!("{tables}/t2/credentials"), None)
         .await
         .assert_ok(200);
+
+    // Scan planning, with credentials for the plan: the table's metadata file and manifest
+    // list read, a vend (what is planned: tests/http/planning.rs). The snapshot's manifest
+    // list is written first, as the engine that appended it would have (not recorded).
+    let current = call(d, Method::GET, &format!("{tables}/t2"), None).await;
+    let metadata = current.assert_ok(200)["metadata"].clone();
+    let snapshot = metadata["current-snapshot-id"].as_i64().unwrap();
+    let list = metadata["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["snapshot-id"] == snapshot)
+        .unwrap()["manifest-list"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    recorder.set(None);
+    let lookups = &c.catalog.core.lookups;
+    let vault = lookups.usable_bucket(ORG, "vault").await.unwrap();
+    lookups
+        .objects_for(&vault)
+        .await
+        .unwrap()
+        .put_if_absent(&list, empty_manifest_list(snapshot).await.into())
+        .await
+        .unwrap();
+    let plan = call(
+        d,
+        Method::POST,
+        &format!("{tables}/t2/plan"),
+        Some(json!({"filter": true})),
+    )
+    .await
+    .assert_ok(200)
+    .clone();
+    let plan_id = plan["plan-id"].as_str().unwrap();
+    call(d, Method::GET, &format!("{tables}/t2/plan/{plan_id}"), None)
+        .await
+        .assert_ok(200);
+    call(
+        d,
+        Method::DELETE,
+        &format!("{tables}/t2/plan/{plan_id}"),
+        None,
+    )
+    .await
+    .assert_ok(204);
+    call(
+        d,
+        Method::POST,
+        &format!("{tables}/t2/tasks"),
+        Some(json!({"plan-task": "not-a-task"})),
+    )
+    .await
+    .assert_error(404, "NoSuchPlanTaskException");
 
     // Signing: the table's sealed keys opened to check and sign a request (what is signed:
     // tests/http/signing.rs).

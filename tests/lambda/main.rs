@@ -239,6 +239,9 @@ fn expected_status(file: &str) -> u16 {
         // No table of that uuid was dropped in the events' org (what restores and purges:
         // tests/http/recovery.rs).
         "restore-dropped-table.json" | "purge-dropped-table.json" => 404,
+        // Plan ids and plan tasks are the catalog's signed tokens: made-up ones name nothing
+        // (what plans and fetches: tests/http/planning.rs).
+        "fetch-planning-result.json" | "cancel-planning.json" | "fetch-scan-tasks.json" => 404,
         // Signing in and out answer with a redirect to the web view's first page.
         "ui-sign-in.json" | "ui-sign-out.json" => 303,
         // A page without a session is the sign-in page, as a 401.

@@ -79,6 +79,17 @@ impl PageTokens {
         mac.finalize().into_bytes()[..SIGNATURE_BYTES].to_vec()
     }
 
+    /// `payload` signed for `scope`: opaque to clients, and only this catalog (or one sharing
+    /// its key) can make one another scope accepts.
+    pub fn sign(&self, scope: &str, payload: &str) -> String {
+        self.encode(scope, payload)
+    }
+
+    /// The payload of a token [`Self::sign`] made for `scope`; `None` for any other string.
+    pub fn verify(&self, scope: &str, token: &str) -> Option<String> {
+        self.decode(scope, token).ok()
+    }
+
     /// A token that resumes `scope`'s listing after `last`.
     pub fn encode(&self, scope: &str, last: &str) -> String {
         let mut raw = self.signature(scope, last);

@@ -30,7 +30,9 @@ impl CatalogError {
             CatalogError::NotFound(_)
             | CatalogError::NoSuchNamespace(_)
             | CatalogError::NoSuchTable(_)
-            | CatalogError::NoSuchView(_) => StatusCode::NOT_FOUND,
+            | CatalogError::NoSuchView(_)
+            | CatalogError::NoSuchPlanId(_)
+            | CatalogError::NoSuchPlanTask(_) => StatusCode::NOT_FOUND,
             CatalogError::AlreadyExists(_)
             | CatalogError::NamespaceNotEmpty(_)
             | CatalogError::CommitFailed(_) => StatusCode::CONFLICT,
@@ -59,6 +61,8 @@ impl CatalogError {
             CatalogError::NoSuchNamespace(_) => "NoSuchNamespaceException",
             CatalogError::NoSuchTable(_) => "NoSuchTableException",
             CatalogError::NoSuchView(_) => "NoSuchViewException",
+            CatalogError::NoSuchPlanId(_) => "NoSuchPlanIdException",
+            CatalogError::NoSuchPlanTask(_) => "NoSuchPlanTaskException",
             CatalogError::AlreadyExists(_) => "AlreadyExistsException",
             CatalogError::NamespaceNotEmpty(_) => "NamespaceNotEmptyException",
             CatalogError::CommitFailed(_) => "CommitFailedException",

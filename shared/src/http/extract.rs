@@ -145,6 +145,11 @@ impl Params {
         }
     }
 
+    /// The plan id of a planning route, as sent.
+    pub fn plan_id(&self) -> Result<String, CatalogError> {
+        self.get("plan-id").map(str::to_owned)
+    }
+
     /// Namespace and table of a table route. A nested table identifier is 404
     /// NoSuchTableException, so engines probing table-shaped identifiers fall back correctly.
     pub fn table(&self) -> Result<(String, String), CatalogError> {
@@ -162,6 +167,7 @@ impl Params {
 }
 
 /// Decoded query parameters.
+#[derive(Default)]
 pub struct QueryMap(pub HashMap<String, String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for QueryMap {

@@ -405,10 +405,84 @@ pub async fn table_exists(State(s): State<AppState>, caller: Caller, params: Par
     Ok(no_content())
 }
 
-pub async fn load_credentials(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+pub async fn load_credentials(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: Params,
+    q: QueryMap,
+) -> Answer {
     let ctx = caller.in_org(&s, &params).await?;
     let (ns, table) = params.table()?;
-    Ok(Json(s.catalog.tables.load_credentials(&ctx, &ns, &table).await?).into_response())
+    let plan_id = q.get("planId");
+    let answer = s
+        .catalog
+        .tables
+        .load_credentials(&ctx, &ns, &table, plan_id)
+        .await?;
+    Ok(Json(answer).into_response())
+}
+
+pub async fn plan_table_scan(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: Params,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<crate::catalog::tables::PlanTableScanRequest>,
+) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
+    let (ns, table) = params.table()?;
+    let options = table_options(&headers, &QueryMap::default())?;
+    let plan = s
+        .catalog
+        .tables
+        .plan_table_scan(&ctx, &ns, &table, body, options)
+        .await?;
+    Ok(Json(plan).into_response())
+}
+
+pub async fn fetch_planning_result(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: Params,
+    headers: HeaderMap,
+) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
+    let (ns, table) = params.table()?;
+    let plan_id = params.plan_id()?;
+    let options = table_options(&headers, &QueryMap::default())?;
+    let plan = s
+        .catalog
+        .tables
+        .fetch_planning_result(&ctx, &ns, &table, &plan_id, options)
+        .await?;
+    Ok(Json(plan).into_response())
+}
+
+pub async fn cancel_planning(State(s): State<AppState>, caller: Caller, params: Params) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
+    let (ns, table) = params.table()?;
+    let plan_id = params.plan_id()?;
+    s.catalog
+        .tables
+        .cancel_planning(&ctx, &ns, &table, &plan_id)
+        .await?;
+    Ok(no_content())
+}
+
+pub async fn fetch_scan_tasks(
+    State(s): State<AppState>,
+    caller: Caller,
+    params: Params,
+    JsonBody(body): JsonBody<crate::catalog::tables::FetchScanTasksRequest>,
+) -> Answer {
+    let ctx = caller.in_org(&s, &params).await?;
+    let (ns, table) = params.table()?;
+    let tasks = s
+        .catalog
+        .tables
+        .fetch_scan_tasks(&ctx, &ns, &table, body)
+        .await?;
+    Ok(Json(tasks).into_response())
 }
 
 pub async fn sign_request(

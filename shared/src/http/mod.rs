@@ -76,6 +76,7 @@ impl GroupHandlers {
     );
     pub const CREDENTIALS: Self = Self::new(Group::Credentials, credential_methods, unkeyed, plain);
     pub const SIGNING: Self = Self::new(Group::Signing, signing_methods, unkeyed, plain);
+    pub const PLANNING: Self = Self::new(Group::Planning, planning_methods, unkeyed, compressed);
 
     const fn new(
         group: Group,
@@ -100,6 +101,7 @@ impl GroupHandlers {
             Group::Commits => Self::COMMITS,
             Group::Credentials => Self::CREDENTIALS,
             Group::Signing => Self::SIGNING,
+            Group::Planning => Self::PLANNING,
         }
     }
 
@@ -178,6 +180,17 @@ fn signing_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
         Operation::SignRequest => Some(post(handlers::sign_request)),
         _ => None,
     }
+}
+
+fn planning_methods(operation: Operation) -> Option<MethodRouter<AppState>> {
+    use handlers::*;
+    Some(match operation {
+        Operation::PlanTableScan => post(plan_table_scan),
+        Operation::FetchPlanningResult => get(fetch_planning_result),
+        Operation::CancelPlanning => delete(cancel_planning),
+        Operation::FetchScanTasks => post(fetch_scan_tasks),
+        _ => return None,
+    })
 }
 
 /// One endpoint group's routes under `/iceberg`: what that group's function serves, linking

@@ -11,6 +11,7 @@ mod load;
 pub mod maintenance;
 mod metrics;
 pub(crate) mod placement;
+mod plan;
 mod purge;
 mod recovery;
 mod register;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 pub(crate) use commit::stamp_summary;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 pub use maintenance::{MaintainOptions, MaintenanceReport, MaintenanceRun};
+pub use plan::{FetchScanTasksRequest, ManifestCache, PlanTableScanRequest};
 pub use purge::{DroppedPurgeReport, DroppedTablePurger, TABLES_PER_RUN};
 pub use recovery::{DroppedTable, RETAIN_DROPPED_DATA_PROPERTY, RestoreRequest, RestoredTable};
 pub(crate) use register::{read_registered_file, registrable_file};
@@ -38,6 +40,9 @@ use crate::error::{CatalogError, Result};
 use crate::model::NamespaceRow;
 use crate::store::rows::{self, Versioned, keys};
 use crate::store::{Condition, Token, Write};
+
+/// Parsed manifests kept for planning: about 64 MiB (a 256 MB function keeps the rest).
+const MANIFEST_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Request options of loadTable and createTable that do not change what is stored.
 #[derive(Debug, Clone, Copy, Default)]
@@ -59,6 +64,8 @@ pub struct TableService {
     metadata: Arc<MetadataCache>,
     /// Warm loads' answers, made once per table state and form.
     answers: ReadyAnswers,
+    /// Parsed manifest lists and manifests, for planning scans from memory.
+    manifests: ManifestCache,
 }
 
 impl TableService {
@@ -67,6 +74,7 @@ impl TableService {
             core,
             metadata,
             answers: ReadyAnswers::new(),
+            manifests: ManifestCache::new(MANIFEST_CACHE_BYTES),
         }
     }
 
@@ -76,9 +84,11 @@ impl TableService {
         &self.core.baselines
     }
 
-    /// Forgets the answers kept for warm loads, as a newly started instance would.
+    /// Forgets the answers kept for warm loads and the manifests kept for plans, as a newly
+    /// started instance would.
     pub fn forget_answers(&self) {
         self.answers.clear();
+        self.manifests.clear();
     }
 
     /// A table answer's document compressed for splicing, once per document and encoding.

@@ -1,0 +1,120 @@
+//! Manifest lists and manifests, parsed once and kept, bounded by size, so that a warm plan
+//! reads no object. Both are immutable once written; a manifest is kept under its path and the
+//! length its manifest list records, so a file replaced in place under another length is read
+//! again. Only files inside the table's own directory are read: a manifest list or a manifest
+//! is written by whoever may write the table, and the catalog's own access must not reach
+//! another table's files on their behalf.
+
+use std::sync::Arc;
+
+use iceberg::spec::{FormatVersion, Manifest, ManifestFile, ManifestList};
+
+use crate::cache::Cache;
+use crate::catalog::storage::is_within;
+use crate::error::{CatalogError, Result};
+use crate::objects::{ObjectError, ObjectStore};
+
+/// A parsed manifest takes about this many times the bytes of its Avro file (stats maps,
+/// per-entry allocations).
+const PARSED_WEIGHT_FACTOR: u64 = 6;
+
+/// Parsed manifest lists and manifests of every table this process planned.
+pub struct ManifestCache {
+    lists: Cache<String, Arc<Vec<ManifestFile>>>,
+    manifests: Cache<String, Arc<Manifest>>,
+}
+
+impl ManifestCache {
+    /// At most about `max_bytes` of parsed manifests, and a tenth of it for manifest lists.
+    pub fn new(max_bytes: u64) -> Self {
+        Self {
+            lists: Cache::weighted(max_bytes / 10, |_, list: &Arc<Vec<ManifestFile>>| {
+                // A manifest list entry, parsed, with its partition summaries.
+                256 * list.len() as u64
+            }),
+            manifests: Cache::weighted(max_bytes, |key: &String, _| {
+                manifest_length(key).saturating_mul(PARSED_WEIGHT_FACTOR)
+            }),
+        }
+    }
+
+    /// The manifests a snapshot's manifest list names.
+    pub async fn list(
+        &self,
+        objects: &dyn ObjectStore,
+        directory: &str,
+        location: &str,
+        version: FormatVersion,
+    ) -> Result<Arc<Vec<ManifestFile>>> {
+        inside(directory, location)?;
+        let load = async {
+            let bytes = read(objects, location).await?;
+            let list = ManifestList::parse_with_version(&bytes, version)
+                .map_err(|e| unreadable(location, &e))?;
+            Ok::<_, CatalogError>(Arc::new(list.consume_entries().into_iter().collect()))
+        };
+        self.lists.get_or_load(location, load).await
+    }
+
+    /// One manifest, parsed.
+    pub async fn manifest(
+        &self,
+        objects: &dyn ObjectStore,
+        directory: &str,
+        file: &ManifestFile,
+    ) -> Result<Arc<Manifest>> {
+        inside(directory, &file.manifest_path)?;
+        let key = format!("{}#{}", file.manifest_path, file.manifest_length);
+        let load = async {
+            let bytes = read(objects, &file.manifest_path).await?;
+            let manifest =
+                Manifest::parse_avro(&bytes).map_err(|e| unreadable(&file.manifest_path, &e))?;
+            Ok::<_, CatalogError>(Arc::new(manifest))
+        };
+        self.manifests.get_or_load(key.as_str(), load).await
+    }
+
+    /// Forgets everything, as a newly started instance would.
+    pub fn clear(&self) {
+        self.lists.clear();
+        self.manifests.clear();
+    }
+}
+
+/// The length a manifest's cache key ends with.
+fn manifest_length(key: &str) -> u64 {
+    key.rsplit_once('#')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn inside(directory: &str, location: &str) -> Result<()> {
+    if is_within(location, directory) {
+        return Ok(());
+    }
+    tracing::warn!(
+        location,
+        directory,
+        "planning refused a file outside the table's directory"
+    );
+    Err(CatalogError::BadRequest(
+        "The table's snapshot names a manifest outside the table's directory; the catalog does \
+         not plan scans over it"
+            .into(),
+    ))
+}
+
+async fn read(objects: &dyn ObjectStore, location: &str) -> Result<bytes::Bytes> {
+    objects.get(location).await.map_err(|e| match e {
+        ObjectError::NotFound(_) => {
+            tracing::error!(location, "a manifest of the table is missing from storage");
+            CatalogError::Internal("A manifest of the table is missing from storage".into())
+        }
+        other => other.into(),
+    })
+}
+
+fn unreadable(location: &str, why: &dyn std::fmt::Display) -> CatalogError {
+    tracing::error!(location, error = %why, "unreadable manifest");
+    CatalogError::Internal("A manifest of the table is unreadable".into())
+}

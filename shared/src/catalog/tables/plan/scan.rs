@@ -1,0 +1,424 @@
+//! Planning one part of a scan: which data files of a snapshot may hold matching rows, with
+//! the delete files that apply to each, as the spec's `ScanTasks`.
+//!
+//! A scan's data manifests, in a fixed order, are its units of work: a plan answers a first
+//! run of them inline and hands out the rest as plan tasks, each a range of them, so every
+//! answer reads a bounded number of manifest entries whatever the table's size.
+//!
+//! Delete files apply as Java's `DeleteFileIndex` applies them: a deletion vector or a
+//! position delete file naming the data file, or a position delete file of the same partition
+//! (whose `file_path` bounds do not exclude it), with a data sequence number at least the data
+//! file's; an equality delete file of the same partition, or of an unpartitioned spec, with a
+//! greater one. Where a deletion vector applies, position delete files do not.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt};
+use iceberg::expr::BoundPredicate;
+use iceberg::spec::{
+    DataContentType, DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestStatus,
+    Operation, PrimitiveLiteral, SchemaRef, TableMetadata,
+};
+use serde_json::{Value, json};
+
+use super::evaluate::{MetricsFilter, PartitionFilter};
+use super::files::content_file;
+use super::filter::Filter;
+use super::manifests::ManifestCache;
+use crate::error::{CatalogError, Result};
+use crate::objects::ObjectStore;
+
+/// Manifest entries one answer reads at most (estimated from the manifest list's counts), so
+/// an answer stays far under API Gateway's 6 MB and its function's time.
+pub const ENTRIES_PER_ANSWER: u64 = 5_000;
+
+/// Manifests read at once from storage on a cold plan.
+const CONCURRENT_READS: usize = 8;
+
+/// The field id of `file_path` in position delete files.
+const DELETE_FILE_PATH_ID: i32 = 2_147_483_546;
+
+/// What is scanned: a point in time, or the appends between two snapshots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Range {
+    /// No snapshot (an empty table): nothing to read.
+    Empty,
+    At(i64),
+    /// Files appended after `from` (exclusive; from the first snapshot when `None`) up to
+    /// `to` (inclusive), along `to`'s ancestry.
+    Appended {
+        from: Option<i64>,
+        to: i64,
+    },
+}
+
+/// What a plan selects, as resolved against the table.
+pub struct Selection<'a> {
+    pub metadata: &'a TableMetadata,
+    pub range: &'a Range,
+    pub schema: SchemaRef,
+    pub filter: Filter,
+    pub bound: BoundPredicate,
+    /// Field ids whose metrics the tasks carry.
+    pub stats: Vec<i32>,
+}
+
+/// Where the manifests are read from.
+pub struct Source<'a> {
+    pub objects: &'a dyn ObjectStore,
+    pub directory: &'a str,
+    pub cache: &'a ManifestCache,
+}
+
+/// The scan's data manifests, in the order plan tasks number them.
+pub async fn data_manifests(
+    selection: &Selection<'_>,
+    source: &Source<'_>,
+) -> Result<Vec<ManifestFile>> {
+    let metadata = selection.metadata;
+    let version = metadata.format_version();
+    match selection.range {
+        Range::Empty => Ok(Vec::new()),
+        Range::At(id) => {
+            let snapshot = metadata
+                .snapshot_by_id(*id)
+                .ok_or_else(|| CatalogError::BadRequest(format!("Cannot find snapshot {id}")))?;
+            let list = list(source, snapshot.manifest_list(), version).await?;
+            Ok(list
+                .iter()
+                .filter(|m| m.content == ManifestContentType::Data)
+                .filter(|m| m.has_added_files() || m.has_existing_files())
+                .cloned()
+                .collect())
+        }
+        Range::Appended { .. } => {
+            let appended = appended_snapshots(metadata, selection.range)?;
+            let mut seen = HashSet::new();
+            let mut manifests = Vec::new();
+            for id in appended.iter().rev() {
+                let snapshot = metadata
+                    .snapshot_by_id(*id)
+                    .expect("walked from the metadata");
+                for m in list(source, snapshot.manifest_list(), version)
+                    .await?
+                    .iter()
+                {
+                    if m.content == ManifestContentType::Data
+                        && appended.contains(&m.added_snapshot_id)
+                        && m.has_added_files()
+                        && seen.insert(m.manifest_path.clone())
+                    {
+                        manifests.push(m.clone());
+                    }
+                }
+            }
+            Ok(manifests)
+        }
+    }
+}
+
+async fn list(
+    source: &Source<'_>,
+    location: &str,
+    version: FormatVersion,
+) -> Result<Arc<Vec<ManifestFile>>> {
+    source
+        .cache
+        .list(source.objects, source.directory, location, version)
+        .await
+}
+
+/// The append snapshots of an incremental range, newest first.
+pub fn appended_snapshots(metadata: &TableMetadata, range: &Range) -> Result<Vec<i64>> {
+    let Range::Appended { from, to } = range else {
+        return Ok(Vec::new());
+    };
+    let mut ids = Vec::new();
+    let mut current = Some(*to);
+    let mut reached_start = from.is_none();
+    while let Some(id) = current {
+        if Some(id) == *from {
+            reached_start = true;
+            break;
+        }
+        let snapshot = metadata.snapshot_by_id(id).ok_or_else(|| {
+            CatalogError::BadRequest(format!("Cannot find snapshot {id} in the table's history"))
+        })?;
+        if snapshot.summary().operation == Operation::Append {
+            ids.push(id);
+        }
+        current = snapshot.parent_snapshot_id();
+    }
+    if !reached_start {
+        return Err(CatalogError::BadRequest(format!(
+            "Starting snapshot (exclusive) {} is not an ancestor of end snapshot {to}",
+            from.unwrap_or_default()
+        )));
+    }
+    Ok(ids)
+}
+
+/// Splits data manifests into runs of at most [`ENTRIES_PER_ANSWER`] estimated entries (at
+/// least one manifest each): the first is answered inline, each other one is a plan task.
+pub fn runs(manifests: &[ManifestFile], budget: u64) -> Vec<(usize, usize)> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    let mut entries = 0u64;
+    for (i, m) in manifests.iter().enumerate() {
+        let estimate = u64::from(m.added_files_count.unwrap_or(0))
+            + u64::from(m.existing_files_count.unwrap_or(0));
+        let estimate = if m.added_files_count.is_none() && m.existing_files_count.is_none() {
+            budget / 10
+        } else {
+            estimate
+        };
+        if i > start && entries + estimate > budget {
+            runs.push((start, i));
+            start = i;
+            entries = 0;
+        }
+        entries += estimate;
+    }
+    if start < manifests.len() {
+        runs.push((start, manifests.len()));
+    }
+    runs
+}
+
+/// A data file kept for the plan, with what matching delete files needs of its entry.
+struct Kept {
+    file: DataFile,
+    spec_id: i32,
+    sequence: i64,
+}
+
+/// The `ScanTasks` of data manifests `manifests` (the run `[start, end)` of the scan's).
+pub async fn plan_run(
+    selection: &Selection<'_>,
+    source: &Source<'_>,
+    manifests: &[ManifestFile],
+    residual: Option<&Value>,
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let metadata = selection.metadata;
+    let partition_filters: HashMap<i32, PartitionFilter> = metadata
+        .partition_specs_iter()
+        .map(|spec| {
+            let filter = PartitionFilter::new(&selection.bound, spec, &selection.schema);
+            (spec.spec_id(), filter)
+        })
+        .collect();
+    let filter_of = |spec_id: i32| partition_filters.get(&spec_id);
+    let wanted: Vec<&ManifestFile> = manifests
+        .iter()
+        .filter(|m| {
+            filter_of(m.partition_spec_id)
+                .is_none_or(|f| f.may_match_summaries(m.partitions.as_deref()))
+        })
+        .collect();
+    let appended: HashSet<i64> = appended_snapshots(metadata, selection.range)?
+        .into_iter()
+        .collect();
+    let incremental = matches!(selection.range, Range::Appended { .. });
+    let metrics = MetricsFilter::new(&selection.bound);
+    let loaded = read_all(source, &wanted).await?;
+    let mut kept = Vec::new();
+    for (manifest_file, manifest) in wanted.iter().zip(loaded) {
+        let partitions = filter_of(manifest_file.partition_spec_id);
+        for entry in manifest.entries() {
+            if entry.status() == ManifestStatus::Deleted {
+                continue;
+            }
+            if incremental
+                && (entry.status() != ManifestStatus::Added
+                    || !entry.snapshot_id().is_some_and(|id| appended.contains(&id)))
+            {
+                continue;
+            }
+            let file = entry.data_file();
+            if partitions.is_some_and(|p| !p.matches_partition(file.partition())) {
+                continue;
+            }
+            if !metrics.may_match(file) {
+                continue;
+            }
+            kept.push(Kept {
+                file: file.clone(),
+                spec_id: manifest_file.partition_spec_id,
+                sequence: entry.sequence_number().unwrap_or(0),
+            });
+        }
+    }
+    let deletes = if kept.is_empty() || incremental {
+        Vec::new()
+    } else {
+        delete_files(selection, source, &filter_of).await?
+    };
+    Ok(tasks(selection, &kept, &deletes, residual))
+}
+
+async fn read_all(
+    source: &Source<'_>,
+    manifests: &[&ManifestFile],
+) -> Result<Vec<Arc<iceberg::spec::Manifest>>> {
+    let reads: Vec<_> = manifests
+        .iter()
+        .map(|m| source.cache.manifest(source.objects, source.directory, m))
+        .collect();
+    futures::stream::iter(reads)
+        .buffered(CONCURRENT_READS)
+        .try_collect()
+        .await
+}
+
+/// A live delete file and the sequence number it applies from.
+struct Delete {
+    file: DataFile,
+    spec_id: i32,
+    sequence: i64,
+    global: bool,
+}
+
+async fn delete_files<'f>(
+    selection: &Selection<'_>,
+    source: &Source<'_>,
+    filter_of: &impl Fn(i32) -> Option<&'f PartitionFilter>,
+) -> Result<Vec<Delete>> {
+    let Range::At(id) = selection.range else {
+        return Ok(Vec::new());
+    };
+    let metadata = selection.metadata;
+    let snapshot = metadata.snapshot_by_id(*id).expect("resolved before");
+    let list = list(source, snapshot.manifest_list(), metadata.format_version()).await?;
+    let wanted: Vec<&ManifestFile> = list
+        .iter()
+        .filter(|m| m.content == ManifestContentType::Deletes)
+        .filter(|m| m.has_added_files() || m.has_existing_files())
+        .filter(|m| {
+            filter_of(m.partition_spec_id)
+                .is_none_or(|f| f.may_match_summaries(m.partitions.as_deref()))
+        })
+        .collect();
+    let loaded = read_all(source, &wanted).await?;
+    let mut deletes = Vec::new();
+    for (manifest_file, manifest) in wanted.iter().zip(loaded) {
+        let unpartitioned = metadata
+            .partition_spec_by_id(manifest_file.partition_spec_id)
+            .is_none_or(|s| s.fields().is_empty());
+        let partitions = filter_of(manifest_file.partition_spec_id);
+        for entry in manifest.entries() {
+            if entry.status() == ManifestStatus::Deleted {
+                continue;
+            }
+            let file = entry.data_file();
+            if partitions.is_some_and(|p| !p.matches_partition(file.partition())) {
+                continue;
+            }
+            deletes.push(Delete {
+                file: file.clone(),
+                spec_id: manifest_file.partition_spec_id,
+                sequence: entry.sequence_number().unwrap_or(0),
+                global: unpartitioned && file.content_type() == DataContentType::EqualityDeletes,
+            });
+        }
+    }
+    Ok(deletes)
+}
+
+fn same_partition(delete: &Delete, data: &Kept) -> bool {
+    delete.spec_id == data.spec_id && delete.file.partition() == data.file.partition()
+}
+
+/// Whether a position delete file's `file_path` bounds leave room for `path`.
+fn may_name(delete: &DataFile, path: &str) -> bool {
+    let text = |map: &HashMap<i32, iceberg::spec::Datum>| match map
+        .get(&DELETE_FILE_PATH_ID)
+        .map(|d| d.literal())
+    {
+        Some(PrimitiveLiteral::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let lower = text(delete.lower_bounds());
+    let upper = text(delete.upper_bounds());
+    lower.is_none_or(|l| l.as_str() <= path) && upper.is_none_or(|u| u.as_str() >= path)
+}
+
+/// The delete files that apply to `kept`, as indices into `deletes`.
+fn applying(kept: &Kept, deletes: &[Delete]) -> Vec<usize> {
+    let (path, sequence) = (kept.file.file_path(), kept.sequence);
+    let is_vector = |d: &DataFile| d.file_format() == iceberg::spec::DataFileFormat::Puffin;
+    let vector = deletes.iter().position(|d| {
+        d.file.content_type() == DataContentType::PositionDeletes
+            && is_vector(&d.file)
+            && d.file.referenced_data_file().as_deref() == Some(path)
+            && d.sequence >= sequence
+    });
+    let mut found: Vec<usize> = Vec::new();
+    for (i, d) in deletes.iter().enumerate() {
+        match d.file.content_type() {
+            DataContentType::PositionDeletes => {
+                if vector.is_some() || is_vector(&d.file) || d.sequence < sequence {
+                    continue;
+                }
+                let names_it = match d.file.referenced_data_file() {
+                    Some(referenced) => referenced == path,
+                    None => same_partition(d, kept) && may_name(&d.file, path),
+                };
+                if names_it {
+                    found.push(i);
+                }
+            }
+            DataContentType::EqualityDeletes => {
+                if d.sequence > sequence && (d.global || same_partition(d, kept)) {
+                    found.push(i);
+                }
+            }
+            DataContentType::Data => {}
+        }
+    }
+    found.extend(vector);
+    found.sort_unstable();
+    found
+}
+
+/// The tasks and the delete files they reference (each listed once, referenced by index).
+fn tasks(
+    selection: &Selection<'_>,
+    kept: &[Kept],
+    deletes: &[Delete],
+    residual: Option<&Value>,
+) -> (Vec<Value>, Vec<Value>) {
+    let metadata = selection.metadata;
+    let spec = |id: i32| metadata.partition_spec_by_id(id).map(|s| s.as_ref());
+    let mut listed: HashMap<usize, usize> = HashMap::new();
+    let mut delete_json = Vec::new();
+    let mut tasks = Vec::with_capacity(kept.len());
+    for k in kept {
+        let mut references = BTreeSet::new();
+        for i in applying(k, deletes) {
+            let index = *listed.entry(i).or_insert_with(|| {
+                let d = &deletes[i];
+                delete_json.push(content_file(
+                    &d.file,
+                    d.spec_id,
+                    spec(d.spec_id),
+                    &selection.schema,
+                    &[],
+                ));
+                delete_json.len() - 1
+            });
+            references.insert(index);
+        }
+        let mut task = json!({
+            "data-file": content_file(&k.file, k.spec_id, spec(k.spec_id), &selection.schema, &selection.stats),
+        });
+        if !references.is_empty() {
+            task["delete-file-references"] = json!(references);
+        }
+        if let Some(residual) = residual {
+            task["residual-filter"] = residual.clone();
+        }
+        tasks.push(task);
+    }
+    (tasks, delete_json)
+}
