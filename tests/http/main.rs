@@ -22,6 +22,7 @@ mod namespaces;
 mod oidc;
 mod parity;
 mod persistence;
+mod planning;
 mod purge;
 mod ready_answers;
 mod recovery;

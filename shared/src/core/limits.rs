@@ -19,6 +19,9 @@ pub struct Limits {
     /// Whether bucket endpoints may be plain http and private, loopback or link-local
     /// addresses (FLOE_ALLOW_PRIVATE_ENDPOINTS).
     pub private_endpoints: bool,
+    /// Manifest entries one scan-planning answer reads at most: what a plan answers inline and
+    /// what each plan task covers.
+    pub plan_entries_per_answer: u64,
 }
 
 impl Default for Limits {
@@ -29,6 +32,7 @@ impl Default for Limits {
             event_retention: super::changes::DEFAULT_EVENT_RETENTION,
             auth_cache_ttl: crate::cache::DEFAULT_TTL,
             private_endpoints: false,
+            plan_entries_per_answer: crate::catalog::tables::ENTRIES_PER_ANSWER,
         }
     }
 }

@@ -138,6 +138,12 @@ impl Builder {
         self
     }
 
+    /// Manifest entries a scan plan reads per answer: smaller pages the plan into more tasks.
+    pub fn plan_entries_per_answer(mut self, entries: u64) -> Self {
+        self.limits.plan_entries_per_answer = entries.max(1);
+        self
+    }
+
     /// Allows bucket endpoints that are plain http or private, loopback or link-local
     /// addresses: S3-compatible stores on a private network, and tests.
     pub fn private_endpoints(mut self, allowed: bool) -> Self {

@@ -280,7 +280,10 @@ impl TableService {
         let selection = selection(&scan, &range, &metadata)?;
         let source = self.source(&*objects, &row.row);
         let manifests = scan::data_manifests(&selection, &source).await?;
-        let runs = scan::runs(&manifests, budget(&selection));
+        let runs = scan::runs(
+            &manifests,
+            budget(&selection, self.core.limits.plan_entries_per_answer),
+        );
         let residual = residual(&selection);
         let (tasks, deletes) = match runs.first() {
             Some(&(start, end)) => {
@@ -324,10 +327,11 @@ impl TableService {
     }
 }
 
-/// Manifest entries per answer: fewer when the tasks carry metrics.
-fn budget(selection: &Selection<'_>) -> u64 {
+/// Manifest entries per answer (`entries`, the deployment's limit): fewer when the tasks carry
+/// metrics, as each then weighs more.
+fn budget(selection: &Selection<'_>, entries: u64) -> u64 {
     let columns = selection.stats.len() as u64;
-    (ENTRIES_PER_ANSWER / (1 + columns / 2)).max(500)
+    (entries / (1 + columns / 2)).max(entries.min(500))
 }
 
 /// The residual each task carries: the filter itself (correct for every file; Floe does not
