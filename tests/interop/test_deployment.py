@@ -84,7 +84,7 @@ def test_every_function_builds_a_binary_of_the_workspace():
         for logical_id, resource in resources.items()
         if resource["Type"] == "AWS::Serverless::Function"
     }
-    functions = ("config", "namespaces", "tables", "commits", "credentials", "signing", "purge",
+    functions = ("config", "namespaces", "tables", "commits", "credentials", "signing", "planning", "purge",
                  "maintenance", "management", "ui", "events")
     assert set(binaries.values()) == {f"floe-{f}" for f in functions}
     for binary in binaries.values():
