@@ -87,6 +87,10 @@ pub struct Settings {
     /// past it is 410 Gone.
     #[arg(long, env = "FLOE_EVENT_RETENTION", default_value = "P7D", value_parser = parse_retention)]
     pub event_retention: std::time::Duration,
+    /// Manifest entries one scan-planning answer reads at most: the inline part of a plan and
+    /// each plan task. Smaller answers, more plan tasks.
+    #[arg(long, env = "FLOE_PLAN_ENTRIES_PER_ANSWER", default_value_t = crate::catalog::tables::ENTRIES_PER_ANSWER, value_parser = clap::value_parser!(u64).range(1..))]
+    pub plan_entries_per_answer: u64,
     /// Key that signs page tokens; instances behind one endpoint must share it.
     #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
     pub page_token_secret: Option<String>,

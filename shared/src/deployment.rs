@@ -341,7 +341,8 @@ async fn open_catalog_with(
         .auth_cache_ttl(std::time::Duration::from_secs(settings.auth_cache_secs))
         .idempotency_lifetime(settings.idempotency_key_lifetime.0)
         .event_retention(settings.event_retention)
-        .private_endpoints(settings.allow_private_endpoints);
+        .private_endpoints(settings.allow_private_endpoints)
+        .plan_entries_per_answer(settings.plan_entries_per_answer);
     if let Some(secret) = &settings.page_token_secret {
         builder = builder.page_token_key(secret.as_bytes());
     }
@@ -446,6 +447,7 @@ pub async fn open_wrapped(
             crate::core::idempotency::DEFAULT_LIFETIME,
         )),
         event_retention: crate::catalog::DEFAULT_EVENT_RETENTION,
+        plan_entries_per_answer: crate::catalog::tables::ENTRIES_PER_ANSWER,
         page_token_secret: None,
         oidc_issuer: None,
         oidc_audience: None,

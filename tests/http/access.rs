@@ -469,8 +469,38 @@ async fn every_principal_every_target_every_route() {
         }
         for (ns, table) in TABLES {
             let path = table_path(ns, table);
-            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 6] = [
+            let table_checks: [(&'static str, Method, String, Option<Value>, Action); 10] = [
                 ("loadTable", Method::GET, path.clone(), None, Action::Read),
+                // Scan planning is a read of the table; a made-up plan id or task is the
+                // allowed caller's 404, never a denied caller's.
+                (
+                    "planTableScan",
+                    Method::POST,
+                    format!("{path}/plan"),
+                    Some(json!({"filter": true})),
+                    Action::Read,
+                ),
+                (
+                    "fetchPlanningResult(made-up id)",
+                    Method::GET,
+                    format!("{path}/plan/made-up"),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "cancelPlanning(made-up id)",
+                    Method::DELETE,
+                    format!("{path}/plan/made-up"),
+                    None,
+                    Action::Read,
+                ),
+                (
+                    "fetchScanTasks(made-up task)",
+                    Method::POST,
+                    format!("{path}/tasks"),
+                    Some(json!({"plan-task": "made-up"})),
+                    Action::Read,
+                ),
                 // Read suffices to ask; what is signed then follows the caller's action.
                 (
                     "signRequest",

@@ -29,6 +29,7 @@ WAREHOUSE = "demo"
 # as long as a slow real network might make them.
 CLIENT_S3_TIMEOUTS = {"s3.connect-timeout": "60", "s3.request-timeout": "60"}
 REGION = "us-east-1"
+PLAN_ENTRIES_PER_ANSWER = 3
 VENDING_ROLE = "arn:aws:iam::123456789012:role/floe-vending"
 # Where the web view links a snapshot's `arraylake.source.repo` (test_ui.py checks the link).
 REPO_URL = "https://repos.example.test/{org}/{repo}"
@@ -167,7 +168,10 @@ def floe(request):
     data_dir = tempfile.mkdtemp(prefix=f"floe-interop-{backend}-")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLOE_", "AWS_"))}
     env.update(FLOE_ADDR=f"127.0.0.1:{port}", FLOE_DATA_DIR=data_dir, FLOE_DEV_TOKEN=token,
-               FLOE_DEV_ORG=WAREHOUSE, FLOE_LOG="warn", FLOE_UI_REPO_URL=REPO_URL)
+               FLOE_DEV_ORG=WAREHOUSE, FLOE_LOG="warn", FLOE_UI_REPO_URL=REPO_URL,
+               # Scan plans paged into many small plan tasks, so every engine that plans through
+               # Floe here fetches tasks (test_planning.py).
+               FLOE_PLAN_ENTRIES_PER_ANSWER=str(PLAN_ENTRIES_PER_ANSWER))
     if backend == "aws":
         env.update(_aws_env(moto))
         subprocess.run([binary, "admin", "init"], env=env, check=True, capture_output=True)

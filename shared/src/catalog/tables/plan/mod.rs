@@ -136,11 +136,13 @@ impl TableService {
         plan_id: &str,
         options: TableRequestOptions,
     ) -> Result<Value> {
-        let scan = self.plan_id_scan(ctx, namespace, table, plan_id)?;
+        // Checked once the caller is known to read the table: a caller who may not learns
+        // nothing about the id.
         let mut answer = self
             .planned(ctx, namespace, table, options, |metadata| {
+                let scan = self.plan_id_scan(ctx, namespace, table, plan_id)?;
                 (scan.table_uuid == metadata.uuid().to_string())
-                    .then(|| scan.clone())
+                    .then_some(scan)
                     .ok_or_else(|| no_such_plan(plan_id))
             })
             .await?;
@@ -189,17 +191,17 @@ impl TableService {
         table: &str,
         request: FetchScanTasksRequest,
     ) -> Result<Value> {
+        let (ns, row) = self
+            .core
+            .lookups
+            .authorized_table(ctx, namespace, table, Action::Read)
+            .await?;
         let task: Task = self
             .core
             .page_tokens
             .verify(&scope("task", ctx, namespace, table), &request.plan_task)
             .and_then(|payload| serde_json::from_str(&payload).ok())
             .ok_or_else(no_such_task)?;
-        let (ns, row) = self
-            .core
-            .lookups
-            .authorized_table(ctx, namespace, table, Action::Read)
-            .await?;
         let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
         let objects = self.core.lookups.objects_for(&bucket).await?;
         let (_, metadata) = self
