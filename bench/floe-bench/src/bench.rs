@@ -13,6 +13,7 @@
 
 mod cost;
 pub mod maintenance;
+pub mod planning;
 mod signing;
 pub mod writes;
 

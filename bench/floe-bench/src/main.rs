@@ -40,6 +40,9 @@ enum Command {
     /// (before) and by the sequencer (now), on the embedded store, a model of DynamoDB's item
     /// limits and (--dynamodb) DynamoDB.
     Writes(bench::writes::WritesBenchArgs),
+    /// Server-side scan planning on tables of many files: first answer cold and warm, the
+    /// whole plan, answer sizes, CPU and cost; with `--python`, PyIceberg's own planning beside.
+    Planning(bench::planning::PlanningBenchArgs),
 }
 
 impl Command {
@@ -48,6 +51,7 @@ impl Command {
             Command::Requests(_) => "requests",
             Command::Maintenance(_) => "maintenance",
             Command::Writes(_) => "writes",
+            Command::Planning(_) => "planning",
         }
     }
 }
@@ -64,6 +68,7 @@ fn main() -> std::process::ExitCode {
             Command::Requests(args) => bench::run(args).await,
             Command::Maintenance(args) => bench::maintenance::run(args).await,
             Command::Writes(args) => bench::writes::run(args).await,
+            Command::Planning(args) => bench::planning::run(args).await,
         }
     });
     let outcome = outcome.and_then(|()| match &cli.record {
