@@ -46,6 +46,16 @@ enum Command {
 }
 
 impl Command {
+    /// What the command measures, as its record says.
+    fn what(&self) -> &'static str {
+        match self {
+            Command::Requests(_) => "loadTable and commit latency, throughput and cost",
+            Command::Maintenance(_) => "a maintenance run of a table grown by appends",
+            Command::Writes(_) => "one org's commit rate by writers x tables",
+            Command::Planning(_) => "server-side scan planning latency, answer sizes and cost",
+        }
+    }
+
     fn name(&self) -> &'static str {
         match self {
             Command::Requests(_) => "requests",
@@ -63,6 +73,7 @@ fn main() -> std::process::ExitCode {
         .build()
         .expect("tokio runtime");
     let name = cli.command.name();
+    let what = cli.command.what();
     let outcome = runtime.block_on(async {
         match cli.command {
             Command::Requests(args) => bench::run(args).await,
@@ -72,7 +83,7 @@ fn main() -> std::process::ExitCode {
         }
     });
     let outcome = outcome.and_then(|()| match &cli.record {
-        Some(dir) => record::write(dir, name).map(|path| {
+        Some(dir) => record::write(dir, name, what).map(|path| {
             eprintln!("floe-bench: recorded {}", path.display());
         }),
         None => Ok(()),

@@ -27,8 +27,10 @@ pub fn line(line: String) {
 }
 
 /// Writes the record of this run into `dir` (created if missing) and answers its path:
-/// `<date>-<command>-<revision>.json`.
-pub fn write(dir: &Path, command: &str) -> Result<PathBuf, String> {
+/// `<date>-<command>-<revision>.json`. Its fields are the ones the book's benchmarks page and
+/// `scripts/check-links` rely on: `date`, `revision`, `host`, `build`, `command`, `what` and
+/// `figures` (the lines the run reported).
+pub fn write(dir: &Path, command: &str, what: &str) -> Result<PathBuf, String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_err(|e| e.to_string())?;
@@ -38,8 +40,10 @@ pub fn write(dir: &Path, command: &str) -> Result<PathBuf, String> {
         "date": date,
         "revision": revision,
         "host": host(),
+        "build": if cfg!(debug_assertions) { "debug" } else { "release" },
         "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "report": *REPORT.lock().expect("report lock"),
+        "what": what,
+        "figures": *REPORT.lock().expect("report lock"),
     });
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let short: String = revision.chars().take(12).collect();

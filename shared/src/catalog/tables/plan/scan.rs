@@ -187,8 +187,8 @@ pub fn runs(manifests: &[ManifestFile], budget: u64) -> Vec<(usize, usize)> {
 }
 
 /// A data file kept for the plan, with what matching delete files needs of its entry.
-struct Kept {
-    file: DataFile,
+struct Kept<'a> {
+    file: &'a DataFile,
     spec_id: i32,
     sequence: i64,
 }
@@ -223,7 +223,7 @@ pub async fn plan_run(
     let metrics = MetricsFilter::new(&selection.bound);
     let loaded = read_all(source, &wanted).await?;
     let mut kept = Vec::new();
-    for (manifest_file, manifest) in wanted.iter().zip(loaded) {
+    for (manifest_file, manifest) in wanted.iter().zip(&loaded) {
         let partitions = filter_of(manifest_file.partition_spec_id);
         for entry in manifest.entries() {
             if entry.status() == ManifestStatus::Deleted {
@@ -243,17 +243,18 @@ pub async fn plan_run(
                 continue;
             }
             kept.push(Kept {
-                file: file.clone(),
+                file,
                 spec_id: manifest_file.partition_spec_id,
                 sequence: entry.sequence_number().unwrap_or(0),
             });
         }
     }
-    let deletes = if kept.is_empty() || incremental {
+    let delete_manifests = if kept.is_empty() || incremental {
         Vec::new()
     } else {
-        delete_files(selection, source, &filter_of).await?
+        delete_manifests(selection, source, &filter_of).await?
     };
+    let deletes = live_deletes(selection, &delete_manifests, &filter_of);
     Ok(tasks(selection, &kept, &deletes, residual))
 }
 
@@ -272,18 +273,20 @@ async fn read_all(
 }
 
 /// A live delete file and the sequence number it applies from.
-struct Delete {
-    file: DataFile,
+struct Delete<'a> {
+    file: &'a DataFile,
     spec_id: i32,
     sequence: i64,
     global: bool,
 }
 
-async fn delete_files<'f>(
+/// The snapshot's delete manifests whose partition summaries admit the filter, read, with the
+/// partition spec each was written with.
+async fn delete_manifests<'f>(
     selection: &Selection<'_>,
     source: &Source<'_>,
     filter_of: &impl Fn(i32) -> Option<&'f PartitionFilter>,
-) -> Result<Vec<Delete>> {
+) -> Result<Vec<(i32, Arc<iceberg::spec::Manifest>)>> {
     let Range::At(id) = selection.range else {
         return Ok(Vec::new());
     };
@@ -300,12 +303,26 @@ async fn delete_files<'f>(
         })
         .collect();
     let loaded = read_all(source, &wanted).await?;
+    Ok(wanted
+        .iter()
+        .map(|m| m.partition_spec_id)
+        .zip(loaded)
+        .collect())
+}
+
+/// The live delete files of `manifests` in partitions the filter admits.
+fn live_deletes<'a, 'f>(
+    selection: &Selection<'_>,
+    manifests: &'a [(i32, Arc<iceberg::spec::Manifest>)],
+    filter_of: &impl Fn(i32) -> Option<&'f PartitionFilter>,
+) -> Vec<Delete<'a>> {
     let mut deletes = Vec::new();
-    for (manifest_file, manifest) in wanted.iter().zip(loaded) {
-        let unpartitioned = metadata
-            .partition_spec_by_id(manifest_file.partition_spec_id)
+    for (spec_id, manifest) in manifests {
+        let unpartitioned = selection
+            .metadata
+            .partition_spec_by_id(*spec_id)
             .is_none_or(|s| s.fields().is_empty());
-        let partitions = filter_of(manifest_file.partition_spec_id);
+        let partitions = filter_of(*spec_id);
         for entry in manifest.entries() {
             if entry.status() == ManifestStatus::Deleted {
                 continue;
@@ -315,18 +332,14 @@ async fn delete_files<'f>(
                 continue;
             }
             deletes.push(Delete {
-                file: file.clone(),
-                spec_id: manifest_file.partition_spec_id,
+                file,
+                spec_id: *spec_id,
                 sequence: entry.sequence_number().unwrap_or(0),
                 global: unpartitioned && file.content_type() == DataContentType::EqualityDeletes,
             });
         }
     }
-    Ok(deletes)
-}
-
-fn same_partition(delete: &Delete, data: &Kept) -> bool {
-    delete.spec_id == data.spec_id && delete.file.partition() == data.file.partition()
+    deletes
 }
 
 /// Whether a position delete file's `file_path` bounds leave room for `path`.
@@ -343,42 +356,79 @@ fn may_name(delete: &DataFile, path: &str) -> bool {
     lower.is_none_or(|l| l.as_str() <= path) && upper.is_none_or(|u| u.as_str() >= path)
 }
 
-/// The delete files that apply to `kept`, as indices into `deletes`.
-fn applying(kept: &Kept, deletes: &[Delete]) -> Vec<usize> {
-    let (path, sequence) = (kept.file.file_path(), kept.sequence);
-    let is_vector = |d: &DataFile| d.file_format() == iceberg::spec::DataFileFormat::Puffin;
-    let vector = deletes.iter().position(|d| {
-        d.file.content_type() == DataContentType::PositionDeletes
-            && is_vector(&d.file)
-            && d.file.referenced_data_file().as_deref() == Some(path)
-            && d.sequence >= sequence
-    });
-    let mut found: Vec<usize> = Vec::new();
-    for (i, d) in deletes.iter().enumerate() {
-        match d.file.content_type() {
-            DataContentType::PositionDeletes => {
-                if vector.is_some() || is_vector(&d.file) || d.sequence < sequence {
-                    continue;
-                }
-                let names_it = match d.file.referenced_data_file() {
-                    Some(referenced) => referenced == path,
-                    None => same_partition(d, kept) && may_name(&d.file, path),
-                };
-                if names_it {
-                    found.push(i);
-                }
+/// The delete files of a plan, indexed the way they are looked up: by the data file they name
+/// (deletion vectors, position delete files that record it), by partition (other position and
+/// equality delete files), and global (equality delete files of an unpartitioned spec).
+struct DeleteIndex<'a> {
+    deletes: &'a [Delete<'a>],
+    by_path: HashMap<String, Vec<usize>>,
+    by_partition: HashMap<(i32, &'a iceberg::spec::Struct), Vec<usize>>,
+    global: Vec<usize>,
+}
+
+fn is_vector(file: &DataFile) -> bool {
+    file.file_format() == iceberg::spec::DataFileFormat::Puffin
+}
+
+impl<'a> DeleteIndex<'a> {
+    fn new(deletes: &'a [Delete<'a>]) -> Self {
+        let mut index = DeleteIndex {
+            deletes,
+            by_path: HashMap::new(),
+            by_partition: HashMap::new(),
+            global: Vec::new(),
+        };
+        for (i, d) in deletes.iter().enumerate() {
+            let referenced = (d.file.content_type() == DataContentType::PositionDeletes)
+                .then(|| d.file.referenced_data_file())
+                .flatten();
+            match referenced {
+                Some(path) => index.by_path.entry(path).or_default().push(i),
+                None if d.global => index.global.push(i),
+                None => index
+                    .by_partition
+                    .entry((d.spec_id, d.file.partition()))
+                    .or_default()
+                    .push(i),
             }
-            DataContentType::EqualityDeletes => {
-                if d.sequence > sequence && (d.global || same_partition(d, kept)) {
-                    found.push(i);
-                }
-            }
-            DataContentType::Data => {}
         }
+        index
     }
-    found.extend(vector);
-    found.sort_unstable();
-    found
+
+    /// The delete files that apply to `kept`, as indices into the plan's deletes.
+    fn applying(&self, kept: &Kept) -> Vec<usize> {
+        let (path, sequence) = (kept.file.file_path(), kept.sequence);
+        let named = self.by_path.get(path).map_or(&[][..], Vec::as_slice);
+        let in_partition = self
+            .by_partition
+            .get(&(kept.spec_id, kept.file.partition()))
+            .map_or(&[][..], Vec::as_slice);
+        let vector = named.iter().copied().find(|&i| {
+            let d = &self.deletes[i];
+            is_vector(d.file) && d.sequence >= sequence
+        });
+        let mut found: Vec<usize> = Vec::new();
+        for &i in named.iter().chain(in_partition).chain(&self.global) {
+            let d = &self.deletes[i];
+            let applies = match d.file.content_type() {
+                DataContentType::PositionDeletes => {
+                    vector.is_none()
+                        && !is_vector(d.file)
+                        && d.sequence >= sequence
+                        && (d.file.referenced_data_file().is_some() || may_name(d.file, path))
+                }
+                DataContentType::EqualityDeletes => d.sequence > sequence,
+                DataContentType::Data => false,
+            };
+            if applies {
+                found.push(i);
+            }
+        }
+        found.extend(vector);
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
 }
 
 /// The tasks and the delete files they reference (each listed once, referenced by index).
@@ -390,12 +440,13 @@ fn tasks(
 ) -> (Vec<Value>, Vec<Value>) {
     let metadata = selection.metadata;
     let spec = |id: i32| metadata.partition_spec_by_id(id).map(|s| s.as_ref());
+    let index = DeleteIndex::new(deletes);
     let mut listed: HashMap<usize, usize> = HashMap::new();
     let mut delete_json = Vec::new();
     let mut tasks = Vec::with_capacity(kept.len());
     for k in kept {
         let mut references = BTreeSet::new();
-        for i in applying(k, deletes) {
+        for i in index.applying(k) {
             let index = *listed.entry(i).or_insert_with(|| {
                 let d = &deletes[i];
                 delete_json.push(content_file(
@@ -410,7 +461,7 @@ fn tasks(
             references.insert(index);
         }
         let mut task = json!({
-            "data-file": content_file(&k.file, k.spec_id, spec(k.spec_id), &selection.schema, &selection.stats),
+            "data-file": content_file(k.file, k.spec_id, spec(k.spec_id), &selection.schema, &selection.stats),
         });
         if !references.is_empty() {
             task["delete-file-references"] = json!(references);
