@@ -91,6 +91,10 @@ pub struct Settings {
     /// each plan task. Smaller answers, more plan tasks.
     #[arg(long, env = "FLOE_PLAN_ENTRIES_PER_ANSWER", default_value_t = crate::catalog::tables::ENTRIES_PER_ANSWER, value_parser = clap::value_parser!(u64).range(1..))]
     pub plan_entries_per_answer: u64,
+    /// Memory for parsed manifests kept for scan planning, in MiB: a table's manifests that fit
+    /// are planned from memory; others are read again for each plan.
+    #[arg(long, env = "FLOE_PLAN_CACHE_MB", default_value_t = 128)]
+    pub plan_cache_mb: u64,
     /// Key that signs page tokens; instances behind one endpoint must share it.
     #[arg(long, env = "FLOE_PAGE_TOKEN_SECRET", hide_env_values = true)]
     pub page_token_secret: Option<String>,

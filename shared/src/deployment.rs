@@ -342,7 +342,8 @@ async fn open_catalog_with(
         .idempotency_lifetime(settings.idempotency_key_lifetime.0)
         .event_retention(settings.event_retention)
         .private_endpoints(settings.allow_private_endpoints)
-        .plan_entries_per_answer(settings.plan_entries_per_answer);
+        .plan_entries_per_answer(settings.plan_entries_per_answer)
+        .plan_cache_bytes(settings.plan_cache_mb.saturating_mul(1024 * 1024));
     if let Some(secret) = &settings.page_token_secret {
         builder = builder.page_token_key(secret.as_bytes());
     }
@@ -448,6 +449,7 @@ pub async fn open_wrapped(
         )),
         event_retention: crate::catalog::DEFAULT_EVENT_RETENTION,
         plan_entries_per_answer: crate::catalog::tables::ENTRIES_PER_ANSWER,
+        plan_cache_mb: 128,
         page_token_secret: None,
         oidc_issuer: None,
         oidc_audience: None,

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pytest
 from concurrent.futures import Executor, Future
 from pyiceberg.catalog import load_catalog
+from pyiceberg.expressions import GreaterThanOrEqual
 from pyiceberg.utils.concurrent import ExecutorFactory
 from pyiceberg.exceptions import SignError
 
@@ -56,7 +57,7 @@ class Signed:
         self.bucket = bucket
         self.keys = keys
 
-    def catalog(self, token=None):
+    def catalog(self, token=None, **properties):
         return load_catalog(
             "signed-" + uuid.uuid4().hex[:6],
             type="rest",
@@ -66,6 +67,7 @@ class Signed:
             **{
                 "py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
                 "header.X-Iceberg-Access-Delegation": "remote-signing",
+                **properties,
             },
         )
 
@@ -165,6 +167,29 @@ def test_pyiceberg_creates_appends_and_reads_through_signed_requests(signed):
                  "X-Iceberg-Access-Delegation": "remote-signing"})).read().decode()
     assert signed.keys[1] not in loaded and signed.keys[0] not in loaded
     assert json.loads(loaded)["config"]["s3.signer"] == "S3V4RestSigner"
+
+
+def test_pyiceberg_reads_through_floes_plan_with_remote_signing(signed):
+    """Scan planning on a static-key bucket: the plan carries no credentials, and the engine
+    reads the planned files through the signer it set up at load (moto checks every
+    signature)."""
+    catalog = signed.catalog()
+    ns = "plan_" + uuid.uuid4().hex[:8]
+    catalog.create_namespace(ns)
+    table = catalog.create_table(f"{ns}.orders", schema=SCHEMA)
+    table.append(pa.table({"id": [1, 2], "item": ["tea", "cake"]}, schema=SCHEMA))
+    table.append(pa.table({"id": [3], "item": ["jam"]}, schema=SCHEMA))
+    planner = signed.catalog(**{"scan-planning-mode": "server"})
+    assert planner.supports_server_side_planning()
+    planned = planner.load_table(f"{ns}.orders")
+    read = planned.scan(row_filter=GreaterThanOrEqual("id", 2)).to_arrow().sort_by("id")
+    assert read.column("id").to_pylist() == [2, 3]
+    answer = urllib.request.urlopen(urllib.request.Request(
+        f"{signed.uri}/v1/{WAREHOUSE}/namespaces/{ns}/tables/orders/plan", method="POST",
+        data=b"{}", headers={"Authorization": f"Bearer {signed.token}", "Content-Type": "application/json",
+                             "X-Iceberg-Access-Delegation": "remote-signing"})).read().decode()
+    assert "storage-credentials" not in json.loads(answer)
+    assert signed.keys[1] not in answer and signed.keys[0] not in answer
 
 
 def test_refused_requests_write_nothing(signed):

@@ -22,6 +22,8 @@ pub struct Limits {
     /// Manifest entries one scan-planning answer reads at most: what a plan answers inline and
     /// what each plan task covers.
     pub plan_entries_per_answer: u64,
+    /// Memory for parsed manifests kept for scan planning.
+    pub plan_cache_bytes: u64,
 }
 
 impl Default for Limits {
@@ -33,6 +35,7 @@ impl Default for Limits {
             auth_cache_ttl: crate::cache::DEFAULT_TTL,
             private_endpoints: false,
             plan_entries_per_answer: crate::catalog::tables::ENTRIES_PER_ANSWER,
+            plan_cache_bytes: 128 * 1024 * 1024,
         }
     }
 }

@@ -144,6 +144,12 @@ impl Builder {
         self
     }
 
+    /// Memory for parsed manifests kept for scan planning.
+    pub fn plan_cache_bytes(mut self, bytes: u64) -> Self {
+        self.limits.plan_cache_bytes = bytes;
+        self
+    }
+
     /// Allows bucket endpoints that are plain http or private, loopback or link-local
     /// addresses: S3-compatible stores on a private network, and tests.
     pub fn private_endpoints(mut self, allowed: bool) -> Self {

@@ -41,9 +41,6 @@ use crate::model::NamespaceRow;
 use crate::store::rows::{self, Versioned, keys};
 use crate::store::{Condition, Token, Write};
 
-/// Parsed manifests kept for planning: about 64 MiB (a 256 MB function keeps the rest).
-const MANIFEST_CACHE_BYTES: u64 = 64 * 1024 * 1024;
-
 /// Request options of loadTable and createTable that do not change what is stored.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TableRequestOptions {
@@ -70,11 +67,12 @@ pub struct TableService {
 
 impl TableService {
     pub fn new(core: Arc<Core>, metadata: Arc<MetadataCache>) -> Self {
+        let manifests = ManifestCache::new(core.limits.plan_cache_bytes);
         Self {
             core,
             metadata,
             answers: ReadyAnswers::new(),
-            manifests: ManifestCache::new(MANIFEST_CACHE_BYTES),
+            manifests,
         }
     }
 

@@ -14,9 +14,29 @@ use crate::catalog::storage::is_within;
 use crate::error::{CatalogError, Result};
 use crate::objects::{ObjectError, ObjectStore};
 
-/// A parsed manifest takes about this many times the bytes of its Avro file (stats maps,
-/// per-entry allocations).
-const PARSED_WEIGHT_FACTOR: u64 = 6;
+/// What one parsed manifest entry takes besides its path and metrics: the entry, its data
+/// file and their allocations.
+const ENTRY_BYTES: u64 = 512;
+/// What one metric (a count or a bound of one column) takes in its hash map.
+const METRIC_BYTES: u64 = 64;
+
+/// The memory a parsed manifest takes, estimated from its entries.
+fn parsed_weight(manifest: &Manifest) -> u64 {
+    manifest
+        .entries()
+        .iter()
+        .map(|entry| {
+            let file = entry.data_file();
+            let metrics = file.column_sizes().len()
+                + file.value_counts().len()
+                + file.null_value_counts().len()
+                + file.nan_value_counts().len()
+                + file.lower_bounds().len()
+                + file.upper_bounds().len();
+            ENTRY_BYTES + file.file_path().len() as u64 + METRIC_BYTES * metrics as u64
+        })
+        .sum()
+}
 
 /// Parsed manifest lists and manifests of every table this process planned.
 pub struct ManifestCache {
@@ -32,8 +52,8 @@ impl ManifestCache {
                 // A manifest list entry, parsed, with its partition summaries.
                 256 * list.len() as u64
             }),
-            manifests: Cache::weighted(max_bytes, |key: &String, _| {
-                manifest_length(key).saturating_mul(PARSED_WEIGHT_FACTOR)
+            manifests: Cache::weighted(max_bytes, |_, manifest: &Arc<Manifest>| {
+                parsed_weight(manifest)
             }),
         }
     }
@@ -79,13 +99,6 @@ impl ManifestCache {
         self.lists.clear();
         self.manifests.clear();
     }
-}
-
-/// The length a manifest's cache key ends with.
-fn manifest_length(key: &str) -> u64 {
-    key.rsplit_once('#')
-        .and_then(|(_, n)| n.parse().ok())
-        .unwrap_or(0)
 }
 
 fn inside(directory: &str, location: &str) -> Result<()> {
