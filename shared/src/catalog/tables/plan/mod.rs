@@ -29,7 +29,7 @@ use super::{TableRequestOptions, TableService};
 use crate::authz::Action;
 use crate::catalog::OrgContext;
 use crate::error::{CatalogError, Result};
-use crate::model::TableRow;
+use crate::model::{NamespaceRow, TableRow};
 use crate::objects::ObjectStore;
 
 /// A `PlanTableScanRequest`. Unknown fields are ignored, as newer clients may send more.
@@ -107,6 +107,15 @@ struct Task {
     /// How many data manifests the scan had: a task of another listing is refused.
     #[serde(rename = "n")]
     manifests: usize,
+}
+
+/// A table opened for planning: read access checked, its storage and metadata at hand.
+struct OpenTable {
+    ns: NamespaceRow,
+    bucket: std::sync::Arc<crate::model::BucketRow>,
+    row: TableRow,
+    objects: std::sync::Arc<dyn ObjectStore>,
+    metadata: std::sync::Arc<iceberg::spec::TableMetadata>,
 }
 
 impl TableService {
@@ -191,23 +200,14 @@ impl TableService {
         table: &str,
         request: FetchScanTasksRequest,
     ) -> Result<Value> {
-        let (ns, row) = self
-            .core
-            .lookups
-            .authorized_table(ctx, namespace, table, Action::Read)
-            .await?;
+        let open = self.open_for_planning(ctx, namespace, table).await?;
         let task: Task = self
             .core
             .page_tokens
             .verify(&scope("task", ctx, namespace, table), &request.plan_task)
             .and_then(|payload| serde_json::from_str(&payload).ok())
             .ok_or_else(no_such_task)?;
-        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
-        let objects = self.core.lookups.objects_for(&bucket).await?;
-        let (_, metadata) = self
-            .metadata
-            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
-            .await?;
+        let (row, objects, metadata) = (&open.row, &*open.objects, &*open.metadata);
         if task.scan.table_uuid != metadata.uuid().to_string() {
             return Err(no_such_task());
         }
@@ -217,8 +217,8 @@ impl TableService {
         {
             return Err(no_such_task());
         }
-        let selection = selection(&task.scan, &range, &metadata)?;
-        let source = self.source(&*objects, &row.row);
+        let selection = selection(&task.scan, &range, metadata)?;
+        let source = self.source(objects, row);
         let manifests = scan::data_manifests(&selection, &source).await?;
         let (start, end) = task.run;
         if manifests.len() != task.manifests || start >= end || end > manifests.len() {
@@ -233,6 +233,33 @@ impl TableService {
         )
         .await?;
         Ok(scan_tasks(tasks, deletes, Vec::new()))
+    }
+
+    /// The table a caller may read, its storage and its current metadata, parsed.
+    async fn open_for_planning(
+        &self,
+        ctx: &OrgContext,
+        namespace: &str,
+        table: &str,
+    ) -> Result<OpenTable> {
+        let (ns, row) = self
+            .core
+            .lookups
+            .authorized_table(ctx, namespace, table, Action::Read)
+            .await?;
+        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
+        let objects = self.core.lookups.objects_for(&bucket).await?;
+        let (_, metadata) = self
+            .metadata
+            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
+            .await?;
+        Ok(OpenTable {
+            ns,
+            bucket,
+            row: row.row,
+            objects,
+            metadata,
+        })
     }
 
     fn source<'a>(&'a self, objects: &'a dyn ObjectStore, row: &'a TableRow) -> Source<'a> {
@@ -266,21 +293,12 @@ impl TableService {
         options: TableRequestOptions,
         scan_of: impl FnOnce(&iceberg::spec::TableMetadata) -> Result<Scan>,
     ) -> Result<Value> {
-        let (ns, row) = self
-            .core
-            .lookups
-            .authorized_table(ctx, namespace, table, Action::Read)
-            .await?;
-        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
-        let objects = self.core.lookups.objects_for(&bucket).await?;
-        let (_, metadata) = self
-            .metadata
-            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
-            .await?;
-        let scan = scan_of(&metadata)?;
+        let open = self.open_for_planning(ctx, namespace, table).await?;
+        let (ns, bucket, row, metadata) = (&open.ns, &open.bucket, &open.row, &*open.metadata);
+        let scan = scan_of(metadata)?;
         let range = scan.range.range();
-        let selection = selection(&scan, &range, &metadata)?;
-        let source = self.source(&*objects, &row.row);
+        let selection = selection(&scan, &range, metadata)?;
+        let source = self.source(&*open.objects, row);
         let manifests = scan::data_manifests(&selection, &source).await?;
         let runs = scan::runs(
             &manifests,
@@ -318,10 +336,8 @@ impl TableService {
         let payload = serde_json::to_string(&scan).expect("plain data serializes");
         answer["status"] = json!("completed");
         answer["plan-id"] = json!(tokens.sign(&scope("plan", ctx, namespace, table), &payload));
-        if let Delivery::Vended = self.delivery(ctx, &ns, &bucket, table, options) {
-            let (_, vended) = self
-                .vend(ctx, &ns, &bucket, table, row.row.directory())
-                .await?;
+        if let Delivery::Vended = self.delivery(ctx, ns, bucket, table, options) {
+            let (_, vended) = self.vend(ctx, ns, bucket, table, row.directory()).await?;
             answer["storage-credentials"] = serde_json::to_value(&vended.credentials)
                 .map_err(|e| CatalogError::Internal(e.to_string()))?;
         }
