@@ -104,7 +104,8 @@ struct Task {
     /// The run `[start, end)` of the scan's data manifests.
     #[serde(rename = "m")]
     run: (usize, usize),
-    /// How many data manifests the scan had: a task of another listing is refused.
+    /// How many data manifests the scan's filter admitted: a task of another listing is
+    /// refused.
     #[serde(rename = "n")]
     manifests: usize,
 }
@@ -219,7 +220,8 @@ impl TableService {
         }
         let selection = selection(&task.scan, &range, metadata)?;
         let source = self.source(objects, row);
-        let manifests = scan::data_manifests(&selection, &source).await?;
+        let manifests =
+            scan::admitted(&selection, scan::data_manifests(&selection, &source).await?);
         let (start, end) = task.run;
         if manifests.len() != task.manifests || start >= end || end > manifests.len() {
             return Err(no_such_task());
@@ -299,7 +301,8 @@ impl TableService {
         let range = scan.range.range();
         let selection = selection(&scan, &range, metadata)?;
         let source = self.source(&*open.objects, row);
-        let manifests = scan::data_manifests(&selection, &source).await?;
+        let manifests =
+            scan::admitted(&selection, scan::data_manifests(&selection, &source).await?);
         let runs = scan::runs(
             &manifests,
             budget(&selection, self.core.limits.plan_entries_per_answer),

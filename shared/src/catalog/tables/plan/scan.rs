@@ -159,6 +159,32 @@ pub fn appended_snapshots(metadata: &TableMetadata, range: &Range) -> Result<Vec
     Ok(ids)
 }
 
+/// The filter projected through each of the table's partition specs, by spec id.
+fn partition_filters(selection: &Selection<'_>) -> HashMap<i32, PartitionFilter> {
+    selection
+        .metadata
+        .partition_specs_iter()
+        .map(|spec| {
+            let filter = PartitionFilter::new(&selection.bound, spec, &selection.schema);
+            (spec.spec_id(), filter)
+        })
+        .collect()
+}
+
+/// The data manifests whose partition summaries admit the filter: what a plan pages over, so
+/// that a selective scan of a large table is answered in one answer.
+pub fn admitted(selection: &Selection<'_>, manifests: Vec<ManifestFile>) -> Vec<ManifestFile> {
+    let filters = partition_filters(selection);
+    manifests
+        .into_iter()
+        .filter(|m| {
+            filters
+                .get(&m.partition_spec_id)
+                .is_none_or(|f| f.may_match_summaries(m.partitions.as_deref()))
+        })
+        .collect()
+}
+
 /// Splits data manifests into runs of at most [`ENTRIES_PER_ANSWER`] estimated entries (at
 /// least one manifest each): the first is answered inline, each other one is a plan task.
 pub fn runs(manifests: &[ManifestFile], budget: u64) -> Vec<(usize, usize)> {
@@ -201,13 +227,7 @@ pub async fn plan_run(
     residual: Option<&Value>,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let metadata = selection.metadata;
-    let partition_filters: HashMap<i32, PartitionFilter> = metadata
-        .partition_specs_iter()
-        .map(|spec| {
-            let filter = PartitionFilter::new(&selection.bound, spec, &selection.schema);
-            (spec.spec_id(), filter)
-        })
-        .collect();
+    let partition_filters = partition_filters(selection);
     let filter_of = |spec_id: i32| partition_filters.get(&spec_id);
     let wanted: Vec<&ManifestFile> = manifests
         .iter()
