@@ -530,7 +530,10 @@ async fn a_plan_paged_into_tasks_returns_every_file_once() {
     let answer = answer.assert_ok(200).clone();
     // Pages cover only the manifests whose partition summaries admit the filter.
     let pages = answer["plan-tasks"].as_array().map_or(0, Vec::len);
-    assert!(pages < tasks.len(), "{pages} pages for a third of the manifests pruned");
+    assert!(
+        pages < tasks.len(),
+        "{pages} pages for a third of the manifests pruned"
+    );
     let mut seen = planned(&answer);
     for task in answer["plan-tasks"].as_array().into_iter().flatten() {
         let fetched = c
