@@ -470,7 +470,7 @@ fn tasks(
             let index = *listed.entry(i).or_insert_with(|| {
                 let d = &deletes[i];
                 delete_json.push(content_file(
-                    &d.file,
+                    d.file,
                     d.spec_id,
                     spec(d.spec_id),
                     &selection.schema,
