@@ -89,7 +89,7 @@ pub struct Settings {
     pub event_retention: std::time::Duration,
     /// Manifest entries one scan-planning answer reads at most: the inline part of a plan and
     /// each plan task. Smaller answers, more plan tasks.
-    #[arg(long, env = "FLOE_PLAN_ENTRIES_PER_ANSWER", default_value_t = crate::catalog::tables::ENTRIES_PER_ANSWER, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "FLOE_PLAN_ENTRIES_PER_ANSWER", default_value_t = crate::core::limits::PLAN_ENTRIES_PER_ANSWER, value_parser = clap::value_parser!(u64).range(1..))]
     pub plan_entries_per_answer: u64,
     /// Memory for parsed manifests kept for scan planning, in MiB: a table's manifests that fit
     /// are planned from memory; others are read again for each plan.

@@ -448,7 +448,7 @@ pub async fn open_wrapped(
             crate::core::idempotency::DEFAULT_LIFETIME,
         )),
         event_retention: crate::catalog::DEFAULT_EVENT_RETENTION,
-        plan_entries_per_answer: crate::catalog::tables::ENTRIES_PER_ANSWER,
+        plan_entries_per_answer: crate::core::limits::PLAN_ENTRIES_PER_ANSWER,
         plan_cache_mb: 128,
         page_token_secret: None,
         oidc_issuer: None,

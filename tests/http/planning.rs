@@ -28,7 +28,12 @@ fn tasks_path(table: &str) -> String {
 
 /// A table partitioned by `region` (identity) with columns `id` (long) and `region` (string).
 async fn partitioned_table(c: &TestCatalog, name: &str) -> Writer {
+    partitioned_table_of_version(c, name, 2).await
+}
+
+async fn partitioned_table_of_version(c: &TestCatalog, name: &str, version: u8) -> Writer {
     let body = json!({
+        "properties": {"format-version": version.to_string()},
         "name": name,
         "schema": {"type": "struct", "fields": [
             {"id": 1, "name": "id", "type": "long", "required": true},
@@ -163,10 +168,12 @@ impl Writer {
             metadata.current_schema().clone(),
             metadata.default_partition_spec().as_ref().clone(),
         );
-        let mut writer = if deletes {
-            builder.build_v2_deletes()
-        } else {
-            builder.build_v2_data()
+        let v3 = metadata.format_version() == iceberg::spec::FormatVersion::V3;
+        let mut writer = match (deletes, v3) {
+            (true, false) => builder.build_v2_deletes(),
+            (false, false) => builder.build_v2_data(),
+            (true, true) => builder.build_v3_deletes(),
+            (false, true) => builder.build_v3_data(),
         };
         for file in files {
             writer.add_file(file, sequence).unwrap();
@@ -179,29 +186,44 @@ impl Writer {
         manifest
     }
 
-    /// Commits snapshot `snapshot_id` holding the carried manifests and `new` ones.
+    /// Commits snapshot `snapshot_id` holding the carried manifests and `new` ones. On a v3
+    /// table, new data manifests are given first row ids from the table's `next-row-id`, as
+    /// the snapshot that adds them records.
     async fn commit(
         &mut self,
         c: &TestCatalog,
         snapshot_id: i64,
         operation: &str,
-        new: Vec<ManifestFile>,
+        mut new: Vec<ManifestFile>,
     ) {
         let (json, metadata) = self.metadata(c).await;
         let parent = metadata.current_snapshot().map(|s| s.snapshot_id());
         let sequence = metadata.last_sequence_number() + 1;
+        let v3 = metadata.format_version() == iceberg::spec::FormatVersion::V3;
+        let first_row_id = json["next-row-id"].as_u64().unwrap_or(0);
+        let mut next_row_id = first_row_id;
+        if v3 {
+            for m in new
+                .iter_mut()
+                .filter(|m| m.content == iceberg::spec::ManifestContentType::Data)
+            {
+                m.first_row_id = Some(next_row_id);
+                next_row_id += m.added_rows_count.unwrap_or(0) + m.existing_rows_count.unwrap_or(0);
+            }
+        }
         let scratch = format!("memory:///snap-{snapshot_id}.avro");
-        let mut list = ManifestListWriter::v2(
-            self.io
-                .new_output(&scratch)
-                .unwrap()
-                .writer()
-                .await
-                .unwrap(),
-            snapshot_id,
-            parent,
-            sequence,
-        );
+        let output = self
+            .io
+            .new_output(&scratch)
+            .unwrap()
+            .writer()
+            .await
+            .unwrap();
+        let mut list = if v3 {
+            ManifestListWriter::v3(output, snapshot_id, parent, sequence, Some(first_row_id))
+        } else {
+            ManifestListWriter::v2(output, snapshot_id, parent, sequence)
+        };
         let mut listed = self.manifests.clone();
         listed.extend(new);
         list.add_manifests(listed.clone().into_iter()).unwrap();
@@ -216,21 +238,26 @@ impl Writer {
         let location = format!("{}/metadata/snap-{snapshot_id}.avro", self.location);
         let bytes = self.io.new_input(&scratch).unwrap().read().await.unwrap();
         c.overwrite(&location, bytes.to_vec()).await;
+        let mut snapshot = json!({
+            "snapshot-id": snapshot_id,
+            "parent-snapshot-id": parent,
+            "sequence-number": sequence,
+            "timestamp-ms": json["last-updated-ms"].as_i64().unwrap() + 1,
+            "manifest-list": location,
+            "summary": {"operation": operation},
+            "schema-id": 0
+        });
+        if v3 {
+            snapshot["first-row-id"] = json!(first_row_id);
+            snapshot["added-rows"] = json!(next_row_id - first_row_id);
+        }
         let body = json!({
             "requirements": [
                 {"type": "assert-table-uuid", "uuid": json["table-uuid"]},
                 {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}
             ],
             "updates": [
-                {"action": "add-snapshot", "snapshot": {
-                    "snapshot-id": snapshot_id,
-                    "parent-snapshot-id": parent,
-                    "sequence-number": sequence,
-                    "timestamp-ms": json["last-updated-ms"].as_i64().unwrap() + 1,
-                    "manifest-list": location,
-                    "summary": {"operation": operation},
-                    "schema-id": 0
-                }},
+                {"action": "add-snapshot", "snapshot": snapshot},
                 {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}
             ]
         });
@@ -411,6 +438,62 @@ async fn a_plan_prunes_by_partition_and_metrics_and_carries_the_deletes_that_app
             .collect();
         assert_eq!(referenced.len(), listed, "{filter}: {answer}");
     }
+}
+
+#[tokio::test]
+async fn a_v3_table_plans_deletion_vectors_and_row_lineage() {
+    let c = TestCatalog::new().await;
+    c.create_namespace(NS).await;
+    let mut w = partitioned_table_of_version(&c, "lineage", 3).await;
+    w.append(&c, 1, &[a(), b()]).await;
+    let (_, metadata) = w.metadata(&c).await;
+    let target = w.data_path("us-low");
+    let vector = DataFileBuilder::default()
+        .content(DataContentType::PositionDeletes)
+        .file_format(DataFileFormat::Puffin)
+        .file_path(format!("{}/data/dv-1.puffin", w.location))
+        .file_size_in_bytes(200)
+        .record_count(2)
+        .partition_spec_id(0)
+        .partition(Struct::from_iter([Some(Literal::string("us"))]))
+        .referenced_data_file(Some(target.clone()))
+        .content_offset(Some(4))
+        .content_size_in_bytes(Some(40))
+        .build()
+        .unwrap();
+    // A position delete file an older writer left: a deletion vector of the file replaces it.
+    let older = w.position_deletes("us-pos", "us", &target);
+    let manifest = w
+        .manifest(&c, &metadata, 2, "d-2", vec![vector, older], true)
+        .await;
+    w.commit(&c, 2, "delete", vec![manifest]).await;
+
+    let answer = c.post(&plan_path("lineage"), json!({})).await;
+    let answer = answer.assert_ok(200);
+    assert_eq!(
+        deletes_of(answer)["us-low"],
+        names(&["dv-1.puffin"]),
+        "{answer}"
+    );
+    assert_eq!(deletes_of(answer)["us-high"], names(&[]));
+    let dv = &answer["delete-files"][0];
+    assert_eq!(dv["content"], "position-deletes");
+    assert_eq!(dv["file-format"], "puffin");
+    assert_eq!(dv["referenced-data-file"], json!(target));
+    assert_eq!(dv["content-offset"], 4);
+    assert_eq!(dv["content-size-in-bytes"], 40);
+    // Row lineage: each data file's first row id, inherited from its manifest in order.
+    let first_row_id = |name: &str| {
+        answer["file-scan-tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| file_name(&t["data-file"]) == name)
+            .unwrap()["data-file"]["first-row-id"]
+            .clone()
+    };
+    assert_eq!(first_row_id("us-low"), json!(0));
+    assert_eq!(first_row_id("us-high"), json!(10));
 }
 
 #[tokio::test]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub(crate) use commit::stamp_summary;
 pub use commit::{AUTHOR_EMAIL_KEY, AUTHOR_NAME_KEY};
 pub use maintenance::{MaintainOptions, MaintenanceReport, MaintenanceRun};
-pub use plan::{ENTRIES_PER_ANSWER, FetchScanTasksRequest, ManifestCache, PlanTableScanRequest};
+pub use plan::{FetchScanTasksRequest, ManifestCache, PlanTableScanRequest};
 pub use purge::{DroppedPurgeReport, DroppedTablePurger, TABLES_PER_RUN};
 pub use recovery::{DroppedTable, RETAIN_DROPPED_DATA_PROPERTY, RestoreRequest, RestoredTable};
 pub(crate) use register::{read_registered_file, registrable_file};

@@ -20,7 +20,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use manifests::ManifestCache;
-pub use scan::ENTRIES_PER_ANSWER;
 
 use self::filter::Filter;
 use self::scan::{Range, Selection, Source};

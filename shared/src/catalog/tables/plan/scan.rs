@@ -29,10 +29,6 @@ use super::manifests::ManifestCache;
 use crate::error::{CatalogError, Result};
 use crate::objects::ObjectStore;
 
-/// Manifest entries one answer reads at most (estimated from the manifest list's counts), so
-/// an answer stays far under API Gateway's 6 MB and its function's time.
-pub const ENTRIES_PER_ANSWER: u64 = 5_000;
-
 /// Manifests read at once from storage on a cold plan.
 const CONCURRENT_READS: usize = 8;
 
@@ -217,6 +213,8 @@ struct Kept<'a> {
     file: &'a DataFile,
     spec_id: i32,
     sequence: i64,
+    /// Its own first row id, or the one it inherits from its manifest (v3).
+    first_row_id: Option<i64>,
 }
 
 /// The `ScanTasks` of data manifests `manifests` (the run `[start, end)` of the scan's).
@@ -245,17 +243,28 @@ pub async fn plan_run(
     let mut kept = Vec::new();
     for (manifest_file, manifest) in wanted.iter().zip(&loaded) {
         let partitions = filter_of(manifest_file.partition_spec_id);
+        // Row lineage (v3): a live data file without its own first row id inherits the
+        // manifest's, advanced by the rows of the live files before it that inherited too, as
+        // Java's ManifestReader assigns them.
+        let mut next_row_id = manifest_file
+            .first_row_id
+            .and_then(|id| i64::try_from(id).ok());
         for entry in manifest.entries() {
             if entry.status() == ManifestStatus::Deleted {
                 continue;
             }
+            let file = entry.data_file();
+            let first_row_id = file.first_row_id().or_else(|| {
+                let assigned = next_row_id?;
+                next_row_id = Some(assigned + file.record_count() as i64);
+                Some(assigned)
+            });
             if incremental
                 && (entry.status() != ManifestStatus::Added
                     || !entry.snapshot_id().is_some_and(|id| appended.contains(&id)))
             {
                 continue;
             }
-            let file = entry.data_file();
             if partitions.is_some_and(|p| !p.matches_partition(file.partition())) {
                 continue;
             }
@@ -266,6 +275,7 @@ pub async fn plan_run(
                 file,
                 spec_id: manifest_file.partition_spec_id,
                 sequence: entry.sequence_number().unwrap_or(0),
+                first_row_id,
             });
         }
     }
@@ -480,9 +490,17 @@ fn tasks(
             });
             references.insert(index);
         }
-        let mut task = json!({
-            "data-file": content_file(k.file, k.spec_id, spec(k.spec_id), &selection.schema, &selection.stats),
-        });
+        let mut data_file = content_file(
+            k.file,
+            k.spec_id,
+            spec(k.spec_id),
+            &selection.schema,
+            &selection.stats,
+        );
+        if let Some(first) = k.first_row_id {
+            data_file["first-row-id"] = json!(first);
+        }
+        let mut task = json!({ "data-file": data_file });
         if !references.is_empty() {
             task["delete-file-references"] = json!(references);
         }
