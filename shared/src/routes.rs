@@ -466,12 +466,12 @@ mod tests {
     }
 
     #[test]
-    fn twenty_eight_unique_routes_each_in_one_group() {
-        assert_eq!(ROUTES.len(), 28);
+    fn thirty_two_unique_routes_each_in_one_group() {
+        assert_eq!(ROUTES.len(), 32);
         let endpoints: HashSet<String> = ROUTES.iter().map(Route::endpoint).collect();
-        assert_eq!(endpoints.len(), 28);
+        assert_eq!(endpoints.len(), 32);
         let ops: HashSet<Operation> = ROUTES.iter().map(|r| r.operation).collect();
-        assert_eq!(ops.len(), 28);
+        assert_eq!(ops.len(), 32);
         for group in Group::ALL {
             assert!(
                 ROUTES.iter().any(|r| r.group == group),

@@ -42,9 +42,6 @@ async fn unknown_and_unsupported_routes_answer_an_error_model() {
     c.get("/v1/acme/nothing-here")
         .await
         .assert_error(404, "NotFoundException");
-    c.post(&format!("/v1/{ORG}/namespaces/ns/tables/t/plan"), json!({}))
-        .await
-        .assert_error(406, "UnsupportedOperationException");
     c.get(&format!("/v1/{ORG}/namespaces/ns/functions"))
         .await
         .assert_error(406, "UnsupportedOperationException");

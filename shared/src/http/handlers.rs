@@ -572,8 +572,6 @@ pub async fn unknown_route(method: Method, uri: Uri) -> CatalogError {
         );
     }
     let unsupported = [
-        "/plan",
-        "/tasks",
         // The legacy catalog-wide signer (`/v1/aws/s3/sign`); tables sign at their own route.
         "/sign",
         "/functions",
