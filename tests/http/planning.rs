@@ -754,6 +754,22 @@ async fn an_incremental_scan_reads_the_appends_after_its_exclusive_start() {
     c.post(&plan_path("events"), range(Some(3), 2))
         .await
         .assert_error(400, "BadRequestException");
+
+    // Once its snapshot is gone, a plan's id and its tasks name nothing.
+    let old = c
+        .post(&plan_path("events"), json!({"snapshot-id": 1}))
+        .await;
+    let plan_id = old.assert_ok(200)["plan-id"].as_str().unwrap().to_owned();
+    let fetched = format!("{}/{plan_id}", plan_path("events"));
+    c.get(&fetched).await.assert_ok(200);
+    let expire = json!({"requirements": [], "updates": [
+        {"action": "remove-snapshots", "snapshot-ids": [1]}]});
+    c.post(&table_path(NS, "events"), expire)
+        .await
+        .assert_ok(200);
+    c.get(&fetched)
+        .await
+        .assert_error(404, "NoSuchPlanIdException");
 }
 
 #[tokio::test]

@@ -150,7 +150,15 @@ impl TableService {
         let mut answer = self
             .planned(ctx, namespace, table, options, |metadata| {
                 let scan = self.plan_id_scan(ctx, namespace, table, plan_id)?;
-                (scan.table_uuid == metadata.uuid().to_string())
+                // A plan of another table under this name, or of a snapshot since expired,
+                // is no longer a plan.
+                let snapshot_kept = match scan.range.range() {
+                    Range::At(id) | Range::Appended { to: id, .. } => {
+                        metadata.snapshot_by_id(id).is_some()
+                    }
+                    Range::Empty => true,
+                };
+                (scan.table_uuid == metadata.uuid().to_string() && snapshot_kept)
                     .then_some(scan)
                     .ok_or_else(|| no_such_plan(plan_id))
             })
