@@ -728,15 +728,7 @@ async fn every_function_uses_exactly_what_it_declares() {
                 .to_owned();
             // Written as the engine would, with the namespace bucket's keys; not recorded.
             recorder.set(None);
-            let lookups = &c.catalog.core.lookups;
-            let vault = lookups.usable_bucket(ORG, "vault").await.unwrap();
-            lookups
-                .objects_for(&vault)
-                .await
-                .unwrap()
-                .put_if_absent(&list, empty_manifest_list(id).await.into())
-                .await
-                .unwrap();
+            put_empty_manifest_list(&c, &list, id).await;
             call(d, Method::POST, &format!("{tables}/{name}"), Some(append))
                 .await
                 .assert_ok(200);
@@ -861,15 +853,7 @@ async fn every_function_uses_exactly_what_it_declares() {
         .unwrap()
         .to_owned();
     recorder.set(None);
-    let lookups = &c.catalog.core.lookups;
-    let vault = lookups.usable_bucket(ORG, "vault").await.unwrap();
-    lookups
-        .objects_for(&vault)
-        .await
-        .unwrap()
-        .put_if_absent(&list, empty_manifest_list(snapshot).await.into())
-        .await
-        .unwrap();
+    put_empty_manifest_list(&c, &list, snapshot).await;
     let plan = call(
         d,
         Method::POST,
@@ -1022,6 +1006,20 @@ async fn every_function_uses_exactly_what_it_declares() {
 }
 
 /// A manifest list of snapshot `id` listing no manifests, as the iceberg crate writes it.
+/// Writes snapshot `id`'s manifest list, empty, at `list` in the `vault` bucket's storage, as
+/// the engine that committed the snapshot would have.
+async fn put_empty_manifest_list(c: &TestCatalog, list: &str, id: i64) {
+    let lookups = &c.catalog.core.lookups;
+    let vault = lookups.usable_bucket(ORG, "vault").await.unwrap();
+    lookups
+        .objects_for(&vault)
+        .await
+        .unwrap()
+        .put_if_absent(list, empty_manifest_list(id).await.into())
+        .await
+        .unwrap();
+}
+
 async fn empty_manifest_list(id: i64) -> Vec<u8> {
     let io = iceberg::io::FileIO::new_with_memory();
     let scratch = format!("memory:///snap-{id}.avro");
