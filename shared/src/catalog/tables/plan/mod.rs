@@ -64,6 +64,10 @@ struct Scan {
     range: RangeToken,
     #[serde(rename = "f", default, skip_serializing_if = "Option::is_none")]
     filter: Option<Value>,
+    /// The SHA-256 of a filter too large for a plan id to carry (see [`PLAN_ID_FILTER_BYTES`]):
+    /// such an id still cancels and opens credentials, but cannot be planned again.
+    #[serde(rename = "d", default, skip_serializing_if = "Option::is_none")]
+    filter_digest: Option<String>,
     #[serde(rename = "c")]
     case_sensitive: bool,
     #[serde(rename = "u")]
@@ -91,6 +95,27 @@ impl RangeToken {
                 from: *from,
                 to: *to,
             },
+        }
+    }
+}
+
+/// The largest filter, as JSON, a plan id carries whole. Plan ids travel in URLs
+/// (`GET`/`DELETE .../plan/{plan-id}`, `?planId=`), which API Gateway and proxies cap at a few
+/// KiB; plan tasks travel in bodies and always carry the filter.
+const PLAN_ID_FILTER_BYTES: usize = 512;
+
+impl Scan {
+    /// The scan a plan id carries: itself, or with a large filter replaced by its digest.
+    fn for_plan_id(&self) -> Scan {
+        match &self.filter {
+            Some(filter) if filter.to_string().len() > PLAN_ID_FILTER_BYTES => Scan {
+                filter: None,
+                filter_digest: Some(crate::catalog::metadata::sha256_hex(
+                    filter.to_string().as_bytes(),
+                )),
+                ..self.clone()
+            },
+            _ => self.clone(),
         }
     }
 }
@@ -158,7 +183,9 @@ impl TableService {
                     }
                     Range::Empty => true,
                 };
-                (scan.table_uuid == metadata.uuid().to_string() && snapshot_kept)
+                // An id that names its filter by digest cannot be planned again.
+                let replannable = scan.filter_digest.is_none();
+                (scan.table_uuid == metadata.uuid().to_string() && snapshot_kept && replannable)
                     .then_some(scan)
                     .ok_or_else(|| no_such_plan(plan_id))
             })
@@ -343,7 +370,7 @@ impl TableService {
             })
             .collect();
         let mut answer = scan_tasks(tasks, deletes, plan_tasks);
-        let payload = serde_json::to_string(&scan).expect("plain data serializes");
+        let payload = serde_json::to_string(&scan.for_plan_id()).expect("plain data serializes");
         answer["status"] = json!("completed");
         answer["plan-id"] = json!(tokens.sign(&scope("plan", ctx, namespace, table), &payload));
         if let Delivery::Vended = self.delivery(ctx, ns, bucket, table, options) {
@@ -443,6 +470,7 @@ fn resolve(
         table_uuid: metadata.uuid().to_string(),
         range,
         filter: request.filter.clone().filter(|f| f != &Value::Bool(true)),
+        filter_digest: None,
         case_sensitive: request.case_sensitive.unwrap_or(true),
         use_snapshot_schema: request.use_snapshot_schema.unwrap_or(false),
         stats_fields: request.stats_fields.clone().unwrap_or_default(),
