@@ -103,17 +103,10 @@ impl BrowseService {
         namespace: &str,
         table: &str,
     ) -> Result<Arc<TableMetadata>> {
-        let (ns, row) = self
-            .core
-            .lookups
-            .authorized_table(ctx, namespace, table, Action::Read)
-            .await?;
-        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
-        let objects = self.core.lookups.objects_for(&bucket).await?;
-        let (_, parsed) = self
+        let open = self
             .metadata
-            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
+            .open_readable(&self.core.lookups, ctx, namespace, table)
             .await?;
-        Ok(parsed)
+        Ok(open.metadata)
     }
 }

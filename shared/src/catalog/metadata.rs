@@ -196,6 +196,15 @@ pub struct MetadataCache {
     baselines: Arc<crate::core::baselines::Baselines>,
 }
 
+/// A table opened for reading by [`MetadataCache::open_readable`].
+pub struct ReadableTable {
+    pub ns: crate::model::NamespaceRow,
+    pub bucket: Arc<crate::model::BucketRow>,
+    pub row: TableRow,
+    pub objects: Arc<dyn ObjectStore>,
+    pub metadata: Arc<TableMetadata>,
+}
+
 /// A parsed document and the size of the JSON it came from (what its weight is counted from).
 #[derive(Clone)]
 struct Parsed {
@@ -289,6 +298,32 @@ impl MetadataCache {
         self.referenced
             .get_or_load(file.sha256.as_str(), derive)
             .await
+    }
+
+    /// A table `ctx` may read, its storage and its current metadata parsed: what every read
+    /// that works on the parsed document (the web view, scan planning) starts from.
+    pub async fn open_readable(
+        &self,
+        lookups: &crate::core::lookups::Lookups,
+        ctx: &super::OrgContext,
+        namespace: &str,
+        table: &str,
+    ) -> Result<ReadableTable> {
+        let (ns, row) = lookups
+            .authorized_table(ctx, namespace, table, crate::authz::Action::Read)
+            .await?;
+        let bucket = lookups.table_bucket(ctx, &ns, &row.row).await?;
+        let objects = lookups.objects_for(&bucket).await?;
+        let (_, metadata) = self
+            .load_parsed(&*objects, &super::table_ref(ctx, &ns, &row.row))
+            .await?;
+        Ok(ReadableTable {
+            ns,
+            bucket,
+            row: row.row,
+            objects,
+            metadata,
+        })
     }
 
     /// The table's current metadata file, verified against its row, and the document parsed:

@@ -28,7 +28,7 @@ use super::{TableRequestOptions, TableService};
 use crate::authz::Action;
 use crate::catalog::OrgContext;
 use crate::error::{CatalogError, Result};
-use crate::model::{NamespaceRow, TableRow};
+use crate::model::TableRow;
 use crate::objects::ObjectStore;
 
 /// A `PlanTableScanRequest`. Unknown fields are ignored, as newer clients may send more.
@@ -134,15 +134,6 @@ struct Task {
     manifests: usize,
 }
 
-/// A table opened for planning: read access checked, its storage and metadata at hand.
-struct OpenTable {
-    ns: NamespaceRow,
-    bucket: std::sync::Arc<crate::model::BucketRow>,
-    row: TableRow,
-    objects: std::sync::Arc<dyn ObjectStore>,
-    metadata: std::sync::Arc<iceberg::spec::TableMetadata>,
-}
-
 impl TableService {
     /// planTableScan: a `completed` plan with its id, a first run of tasks and the rest as
     /// plan tasks, and storage access as a load of the table would deliver it.
@@ -235,7 +226,10 @@ impl TableService {
         table: &str,
         request: FetchScanTasksRequest,
     ) -> Result<Value> {
-        let open = self.open_for_planning(ctx, namespace, table).await?;
+        let open = self
+            .metadata
+            .open_readable(&self.core.lookups, ctx, namespace, table)
+            .await?;
         let task: Task = self
             .core
             .page_tokens
@@ -271,33 +265,6 @@ impl TableService {
         Ok(scan_tasks(tasks, deletes, Vec::new()))
     }
 
-    /// The table a caller may read, its storage and its current metadata, parsed.
-    async fn open_for_planning(
-        &self,
-        ctx: &OrgContext,
-        namespace: &str,
-        table: &str,
-    ) -> Result<OpenTable> {
-        let (ns, row) = self
-            .core
-            .lookups
-            .authorized_table(ctx, namespace, table, Action::Read)
-            .await?;
-        let bucket = self.core.lookups.table_bucket(ctx, &ns, &row.row).await?;
-        let objects = self.core.lookups.objects_for(&bucket).await?;
-        let (_, metadata) = self
-            .metadata
-            .load_parsed(&*objects, &crate::catalog::table_ref(ctx, &ns, &row.row))
-            .await?;
-        Ok(OpenTable {
-            ns,
-            bucket,
-            row: row.row,
-            objects,
-            metadata,
-        })
-    }
-
     fn source<'a>(&'a self, objects: &'a dyn ObjectStore, row: &'a TableRow) -> Source<'a> {
         Source {
             objects,
@@ -329,7 +296,10 @@ impl TableService {
         options: TableRequestOptions,
         scan_of: impl FnOnce(&iceberg::spec::TableMetadata) -> Result<Scan>,
     ) -> Result<Value> {
-        let open = self.open_for_planning(ctx, namespace, table).await?;
+        let open = self
+            .metadata
+            .open_readable(&self.core.lookups, ctx, namespace, table)
+            .await?;
         let (ns, bucket, row, metadata) = (&open.ns, &open.bucket, &open.row, &*open.metadata);
         let scan = scan_of(metadata)?;
         let range = scan.range.range();
