@@ -175,8 +175,13 @@ impl Writer {
             (true, true) => builder.build_v3_deletes(),
             (false, true) => builder.build_v3_data(),
         };
+        // Added entries leave their sequence numbers to inheritance from the manifest list,
+        // as Java and PyIceberg write them.
+        let _ = sequence;
         for file in files {
-            writer.add_file(file, sequence).unwrap();
+            writer
+                .add_file(file, iceberg::spec::UNASSIGNED_SEQUENCE_NUMBER)
+                .unwrap();
         }
         let mut manifest = writer.write_manifest_file().await.unwrap();
         let location = format!("{}/metadata/{name}.avro", self.location);

@@ -181,6 +181,15 @@ def build_table(floe, seed: int):
             # DuckDB 1.5.5 cannot write deletes for some specs (two fields named alike in its
             # struct of partition values); the table stays without deletes.
             shape["deleted"] = f"refused by DuckDB: {e}"
+    if shape["deleted"] is True and rng.random() < 0.6:
+        # Files appended after the deletes, whose (inherited) sequence numbers are higher:
+        # the position deletes before them do not apply to them.
+        table = catalog.load_table(f"{ns}.t")
+        batch = rows(rng, 20, not_null)
+        if "extra" in [f.name for f in table.schema().fields]:
+            batch = batch.append_column("extra", pa.array([None] * 20, pa.int64()))
+        table.append(batch)
+        shape["appended_after_deletes"] = True
     return f"{ns}.t", rng, shape
 
 

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use iceberg::spec::{FormatVersion, Manifest, ManifestFile, ManifestList};
+use iceberg::spec::{FormatVersion, Manifest, ManifestFile, ManifestList, ManifestStatus};
 
 use crate::cache::Cache;
 use crate::catalog::storage::is_within;
@@ -89,7 +89,7 @@ impl ManifestCache {
             let bytes = read(objects, &file.manifest_path).await?;
             let manifest =
                 Manifest::parse_avro(&bytes).map_err(|e| unreadable(&file.manifest_path, &e))?;
-            Ok::<_, CatalogError>(Arc::new(manifest))
+            Ok::<_, CatalogError>(Arc::new(inherited(manifest, file)))
         };
         self.manifests.get_or_load(key.as_str(), load).await
     }
@@ -100,6 +100,36 @@ impl ManifestCache {
         self.manifests.clear();
     }
 }
+
+/// The manifest with what its entries leave to inheritance filled in from the manifest list
+/// entry, as the spec says: a null snapshot id is the manifest's `added_snapshot_id`; a null
+/// data or file sequence number of an `added` entry (or of any entry of a manifest at the
+/// initial sequence number) is the manifest's sequence number. Java and PyIceberg write added
+/// entries so; read raw, every such file would have sequence number 0.
+fn inherited(manifest: Manifest, file: &ManifestFile) -> Manifest {
+    let (entries, metadata) = manifest.into_parts();
+    let inherits = |status: ManifestStatus| {
+        status == ManifestStatus::Added || file.sequence_number == INITIAL_SEQUENCE_NUMBER
+    };
+    let entries = entries
+        .into_iter()
+        .map(|entry| {
+            let mut entry = Arc::unwrap_or_clone(entry);
+            entry.snapshot_id = entry.snapshot_id.or(Some(file.added_snapshot_id));
+            if inherits(entry.status) {
+                entry.sequence_number = entry.sequence_number.or(Some(file.sequence_number));
+                entry.file_sequence_number =
+                    entry.file_sequence_number.or(Some(file.sequence_number));
+            }
+            entry
+        })
+        .collect();
+    Manifest::new(metadata, entries)
+}
+
+/// The sequence number of v1 tables and of a v2 table's first snapshots, whose manifests'
+/// entries all inherit it.
+const INITIAL_SEQUENCE_NUMBER: i64 = 0;
 
 fn inside(directory: &str, location: &str) -> Result<()> {
     if is_within(location, directory) {
