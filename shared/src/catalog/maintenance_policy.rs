@@ -24,8 +24,20 @@ pub const MAINTENANCE_ENABLED: &str = "floe.maintenance.enabled";
 /// older than this; `0` turns that removal off.
 pub const UNREFERENCED_FILE_AGE_MS: &str = "floe.maintenance.unreferenced-file-age-ms";
 
+/// Floe: whether maintenance bin-packs the table's small data files (off unless set).
+pub const COMPACTION_ENABLED: &str = "floe.compaction.enabled";
+/// Java's target size of the data files a write produces; compaction packs files towards it
+/// and takes files under three quarters of it, as Java's bin-pack does.
+pub const TARGET_FILE_SIZE_BYTES: &str = "write.target-file-size-bytes";
+/// Floe: the fewest small files of one partition worth a rewrite.
+pub const COMPACTION_MIN_INPUT_FILES: &str = "floe.compaction.min-input-files";
+/// Floe: files younger than this are left to their writer (a streaming sink is not fought).
+pub const COMPACTION_MIN_FILE_AGE_MS: &str = "floe.compaction.min-file-age-ms";
+/// Floe: the most input bytes one run rewrites; the rest waits for the next run.
+pub const COMPACTION_MAX_BYTES_PER_RUN: &str = "floe.compaction.max-bytes-per-run";
+
 /// Every key of the policy, in the order reports show them.
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 13] = [
     MAINTENANCE_ENABLED,
     GC_ENABLED,
     MAX_SNAPSHOT_AGE_MS,
@@ -34,6 +46,11 @@ pub const KEYS: [&str; 8] = [
     PREVIOUS_VERSIONS_MAX,
     DELETE_AFTER_COMMIT,
     UNREFERENCED_FILE_AGE_MS,
+    COMPACTION_ENABLED,
+    TARGET_FILE_SIZE_BYTES,
+    COMPACTION_MIN_INPUT_FILES,
+    COMPACTION_MIN_FILE_AGE_MS,
+    COMPACTION_MAX_BYTES_PER_RUN,
 ];
 
 /// The threshold Floe recommends for unreferenced-file removal, Java's `DeleteOrphanFiles`
@@ -55,6 +72,42 @@ pub struct Policy {
     pub delete_after_commit: bool,
     /// `None`: unreferenced-file removal is off.
     pub unreferenced_file_age_ms: Option<u64>,
+    pub compaction: Compaction,
+}
+
+/// How a table's small files are bin-packed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Compaction {
+    pub enabled: bool,
+    pub target_file_size_bytes: u64,
+    pub min_input_files: usize,
+    pub min_file_age_ms: u64,
+    pub max_bytes_per_run: u64,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            // Java's `write.target-file-size-bytes` default.
+            target_file_size_bytes: 512 * 1024 * 1024,
+            min_input_files: 5,
+            // Three hours: past any micro-batch's retries (what Altinity's `ice` uses).
+            min_file_age_ms: 3 * 60 * 60 * 1000,
+            // What one worker invocation rewrites within Lambda's 15 minutes at a few
+            // tens of MB/s, with room to spare.
+            max_bytes_per_run: 4 * 1024 * 1024 * 1024,
+        }
+    }
+}
+
+impl Compaction {
+    /// Files under this size are compaction's input (Java's `min-file-size-bytes` default,
+    /// 75% of the target).
+    pub fn small_file_bytes(&self) -> u64 {
+        self.target_file_size_bytes / 4 * 3
+    }
 }
 
 impl Default for Policy {
@@ -68,6 +121,7 @@ impl Default for Policy {
             previous_versions_max: 100,
             delete_after_commit: false,
             unreferenced_file_age_ms: None,
+            compaction: Compaction::default(),
         }
     }
 }
@@ -118,6 +172,18 @@ impl Policy {
                 .map(|v| unreferenced_age((UNREFERENCED_FILE_AGE_MS, v)))
                 .transpose()?
                 .flatten(),
+            compaction: Compaction {
+                enabled: look(COMPACTION_ENABLED)
+                    .map_or(Ok(defaults.compaction.enabled), boolean)?,
+                target_file_size_bytes: look(TARGET_FILE_SIZE_BYTES)
+                    .map_or(Ok(defaults.compaction.target_file_size_bytes), file_size)?,
+                min_input_files: look(COMPACTION_MIN_INPUT_FILES)
+                    .map_or(Ok(defaults.compaction.min_input_files), at_least_two)?,
+                min_file_age_ms: look(COMPACTION_MIN_FILE_AGE_MS)
+                    .map_or(Ok(defaults.compaction.min_file_age_ms), whole_ms)?,
+                max_bytes_per_run: look(COMPACTION_MAX_BYTES_PER_RUN)
+                    .map_or(Ok(defaults.compaction.max_bytes_per_run), file_size)?,
+            },
         })
     }
 
@@ -203,6 +269,28 @@ fn at_least_one((key, value): (&'static str, &String)) -> Result<usize, InvalidS
     match value.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(invalid(key, value, "a whole number of at least 1")),
+    }
+}
+
+fn at_least_two((key, value): (&'static str, &String)) -> Result<usize, InvalidSetting> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(invalid(key, value, "a whole number of at least 2")),
+    }
+}
+
+fn whole_ms((key, value): (&'static str, &String)) -> Result<u64, InvalidSetting> {
+    value
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| invalid(key, value, "a number of milliseconds"))
+}
+
+/// A size in bytes: at least 1 MiB, so that a typo cannot make every file "small".
+fn file_size((key, value): (&'static str, &String)) -> Result<u64, InvalidSetting> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if n >= 1024 * 1024 => Ok(n),
+        _ => Err(invalid(key, value, "a number of bytes of at least 1048576")),
     }
 }
 

@@ -18,6 +18,7 @@
 pub use crate::catalog::maintenance_policy as policy;
 
 mod classify;
+mod compaction;
 mod deletion;
 mod expiry;
 mod reachable;
@@ -45,6 +46,7 @@ use crate::model::{NamespaceRow, OrgRole, Principal, PrincipalKind, TableRow};
 use crate::objects::ObjectMeta;
 use crate::store::rows::Versioned;
 
+pub use compaction::CompactionReport;
 pub use schedule::{
     MaintenanceRun, MaintenanceStateRow, RUN_INTERVAL, TABLES_PER_RUN, TableOutcome,
 };
@@ -92,6 +94,9 @@ pub struct MaintenanceReport {
     pub deleted_files: Option<Vec<DeletedFile>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept_files: Option<Vec<KeptFile>>,
+    /// What compaction did, when the table's policy turns it on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactionReport>,
 }
 
 /// A table's maintenance settings, as the management API shows them.
@@ -261,6 +266,22 @@ impl TableService {
             dry_run: options.dry_run,
             ..MaintenanceReport::default()
         };
+        // Compaction first: it deletes nothing, so it runs whatever `gc.enabled` says, and the
+        // files it replaces stay reachable from earlier snapshots until expiry takes those.
+        // A failed compaction does not stop the rest of the run.
+        match self
+            .compact(&ctx, ns, &read.row.name, &*objects, options)
+            .await
+        {
+            Ok(compaction) => report.compaction = compaction,
+            Err(e) => {
+                report.compaction = Some(CompactionReport {
+                    errors: vec![e.to_string()],
+                    ..CompactionReport::default()
+                })
+            }
+        }
+        let read = self.core.lookups.table_row(ns, &read.row.name).await?;
         let mut reader = Reader::new(&*objects);
         let Some(expired) = self
             .expire(&ctx, ns, read, &mut reader, &mut report, options)

@@ -13,7 +13,7 @@
 mod evaluate;
 mod files;
 mod filter;
-mod manifests;
+pub(super) mod manifests;
 mod scan;
 
 use serde::{Deserialize, Serialize};
