@@ -188,6 +188,15 @@ impl TableService {
             })?),
             _ => None,
         };
+        // An append that lost its race to a compaction is placed after it, never refused.
+        let files = super::maintenance::compaction::Files {
+            objects: &*objects,
+            directory: row.directory(),
+            cache: &self.manifests,
+        };
+        let moved =
+            super::maintenance::compaction::append_over_compactions(&files, &base, request).await?;
+        let request = moved.as_ref().unwrap_or(request);
         for requirement in &request.requirements {
             parity::requirements::check(requirement, Some(&base), base_refs.as_ref())
                 .map_err(CatalogError::CommitFailed)?;

@@ -12,16 +12,20 @@
 //! - its inputs are never deleted by it: they stay reachable from earlier snapshots until
 //!   expiry and unreferenced-file removal take them past their age floors.
 
+mod rebase;
 mod replace;
 mod rewrite;
 mod select;
+
+pub(in crate::catalog::tables) use rebase::append_over_compactions;
+pub(in crate::catalog::tables) use replace::Files;
 
 use std::collections::BTreeMap;
 
 use iceberg::spec::{DataContentType, SnapshotRetention, TableMetadata};
 use serde::Serialize;
 
-use self::replace::{Files, Rewritten};
+use self::replace::Rewritten;
 use self::select::{LeftReason, LiveDelete, LiveFile};
 use super::policy::Policy;
 use super::{MaintainOptions, TableService};

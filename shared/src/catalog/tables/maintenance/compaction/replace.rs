@@ -18,6 +18,10 @@ use crate::catalog::tables::plan::manifests::ManifestCache;
 use crate::error::{CatalogError, Result};
 use crate::objects::ObjectStore;
 
+/// Summary key marking a Floe compaction's snapshot (value: the strategy), so that an append
+/// it raced can be placed after it (`rebase.rs`).
+pub const REWRITE_KEY: &str = "floe.rewrite";
+
 /// The summary keys Java derives from the parent's totals.
 const TOTALS: [(&str, &str, &str); 4] = [
     ("total-data-files", "added-data-files", "deleted-data-files"),
@@ -215,6 +219,7 @@ pub async fn build(
     written_files.push(list_location.clone());
 
     let mut properties = summary.build();
+    properties.insert(REWRITE_KEY.to_owned(), "bin-pack".to_owned());
     for (total, added, removed) in TOTALS {
         let previous = main.summary().additional_properties.get(total);
         if let Some(previous) = previous.and_then(|v| v.parse::<u64>().ok()) {
