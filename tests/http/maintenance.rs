@@ -825,3 +825,219 @@ async fn commits_wait_while_a_batch_is_deleted() {
     let (_, metadata) = engine.metadata(&c).await;
     assert_eq!(metadata.current_snapshot().unwrap().snapshot_id(), 2);
 }
+
+/// The maintenance state rows of a namespace, by table name.
+async fn states(
+    c: &TestCatalog,
+    ns: &str,
+) -> std::collections::BTreeMap<String, floe::catalog::tables::maintenance::MaintenanceStateRow> {
+    let ns_row = floe::store::rows::get::<floe::model::NamespaceRow>(
+        &*c.catalog.core.store,
+        &floe::store::rows::keys::namespace(ORG, ns),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let rows: Vec<floe::catalog::tables::maintenance::MaintenanceStateRow> =
+        floe::store::rows::collect(
+            &*c.catalog.core.store,
+            &floe::store::rows::keys::namespace_partition(&ns_row.row.id),
+            floe::store::rows::keys::MAINTENANCE_STATE_PREFIX,
+            None,
+            usize::MAX,
+            |_| true,
+        )
+        .await
+        .unwrap();
+    rows.into_iter().map(|r| (r.table.clone(), r)).collect()
+}
+
+/// Tables due at once drain through racing schedulers and workers that take claims off a
+/// queue delivering each message twice (as SQS may): every table is maintained exactly once,
+/// and each is due again a day later with no lease held.
+#[tokio::test]
+async fn due_tables_drain_through_racing_workers_once_each() {
+    // The local backend makes the thousand tables; the DynamoDB and S3 emulator, a
+    // fifth of them in the time one test has.
+    let tables: u64 = if std::env::var("FLOE_TEST_BACKEND").as_deref() == Ok("aws") {
+        200
+    } else {
+        1000
+    };
+    let (c, clock) = catalog().await;
+    let c = Arc::new(c);
+    // Fifty tables a namespace: creates in one namespace take turns on its row.
+    let namespaces: Vec<String> = (0..tables.div_ceil(50))
+        .map(|k| format!("fleet{k:02}"))
+        .collect();
+    let creates: Vec<_> = namespaces
+        .iter()
+        .enumerate()
+        .map(|(k, ns)| {
+            let (c, ns) = (c.clone(), ns.clone());
+            tokio::spawn(async move {
+                c.create_namespace(&ns).await;
+                for i in (k as u64 * 50)..((k as u64 + 1) * 50).min(tables) {
+                    c.create_table(&ns, &format!("t{i:04}")).await;
+                }
+            })
+        })
+        .collect();
+    for create in creates {
+        create.await.unwrap();
+    }
+    let now = clock.now_ms();
+    let (queue, inbox) = tokio::sync::mpsc::unbounded_channel();
+    let inbox = Arc::new(tokio::sync::Mutex::new(inbox));
+    let schedulers: Vec<_> = (0..2)
+        .map(|_| {
+            let (c, queue) = (c.clone(), queue.clone());
+            tokio::spawn(async move {
+                loop {
+                    let claimed = c.catalog.schedule_due(now, 100).await.unwrap();
+                    if claimed.is_empty() {
+                        return;
+                    }
+                    for due in claimed {
+                        queue.send(due.clone()).unwrap();
+                        queue.send(due).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(queue);
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (c, inbox) = (c.clone(), inbox.clone());
+            tokio::spawn(async move {
+                let mut maintained = 0u64;
+                loop {
+                    let Some(due) = inbox.lock().await.recv().await else {
+                        return maintained;
+                    };
+                    match c.catalog.maintain_claimed(&due, now).await.unwrap() {
+                        floe::catalog::tables::maintenance::WorkerOutcome::Maintained(o) => {
+                            assert!(o.error.is_none(), "{o:?}");
+                            maintained += 1;
+                        }
+                        _ => {}
+                    }
+                }
+            })
+        })
+        .collect();
+    for s in schedulers {
+        s.await.unwrap();
+    }
+    let mut maintained = 0;
+    for w in workers {
+        maintained += w.await.unwrap();
+    }
+    assert_eq!(maintained, tables, "each table once, duplicates skipped");
+    let mut all = std::collections::BTreeMap::new();
+    for ns in &namespaces {
+        all.extend(states(&c, ns).await);
+    }
+    let states = all;
+    assert_eq!(states.len() as u64, tables);
+    for (name, state) in &states {
+        assert_eq!(state.runs, 1, "{name}: {state:?}");
+        assert_eq!(state.lease_until_ms, 0, "{name}");
+        assert_eq!(state.last_run_ms, now, "{name}");
+        assert_eq!(state.next_due_ms, Some(now + DAY_MS), "{name}");
+    }
+    // Nothing is due until a day has passed.
+    assert!(
+        c.catalog
+            .schedule_due(now + 1000, 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        c.catalog
+            .schedule_due(now + DAY_MS, 2000)
+            .await
+            .unwrap()
+            .len() as u64,
+        tables
+    );
+}
+
+/// A worker killed in the middle of a table (after its expiry commit, before its deletions)
+/// leaves the table leased: another delivery of the claim does nothing, the table is not
+/// claimed again until the claim's grace has passed, and then the next worker's lease
+/// finishes the run. Nothing of the killed run is half-committed.
+#[tokio::test]
+async fn a_killed_worker_leaves_the_table_to_the_next_lease() {
+    use floe::catalog::tables::maintenance::{CLAIM_GRACE, WorkerOutcome};
+    let gate = Arc::new(ListingGate::default());
+    let wrapped = gate.clone();
+    let (c, clock) = catalog_wrapped(Wrap {
+        objects: Box::new(move |inner| {
+            Arc::new(GatedObjects {
+                inner,
+                gate: wrapped,
+            })
+        }),
+        ..Wrap::default()
+    })
+    .await;
+    let c = Arc::new(c);
+    c.create_namespace("mk").await;
+    c.create_table("mk", "t").await;
+    let mut engine = Engine::new(&c, "mk", "t").await;
+    engine.append(&c, 1, clock.now_ms()).await;
+    engine.append(&c, 2, clock.now_ms()).await;
+    clock.advance_ms(6 * DAY_MS);
+    let now = clock.now_ms();
+    let claimed = c.catalog.schedule_due(now, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let due = claimed[0].clone();
+
+    let (listed, _never) = arm(&gate.armed);
+    let killed = {
+        let (c, due) = (c.clone(), due.clone());
+        tokio::spawn(async move { c.catalog.maintain_claimed(&due, now).await })
+    };
+    listed.await.unwrap();
+    killed.abort();
+    assert!(killed.await.unwrap_err().is_cancelled());
+    let expired_by_killed = states(&c, "mk").await["t"].clone();
+    assert!(
+        expired_by_killed.lease_until_ms > now,
+        "{expired_by_killed:?}"
+    );
+    assert_eq!(expired_by_killed.runs, 0);
+
+    // The same claim delivered again: the table is held.
+    assert!(matches!(
+        c.catalog.maintain_claimed(&due, now).await.unwrap(),
+        WorkerOutcome::Skipped
+    ));
+    // Not claimable while the claim's grace runs.
+    clock.advance_ms(CLAIM_GRACE.as_millis() as u64 - 1000);
+    assert!(
+        c.catalog
+            .schedule_due(clock.now_ms(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Past it (and past the lease), the next claim's worker runs it to the end.
+    clock.advance_ms(2000);
+    let later = clock.now_ms();
+    let again = c.catalog.schedule_due(later, 10).await.unwrap();
+    assert_eq!(again.len(), 1);
+    match c.catalog.maintain_claimed(&again[0], later).await.unwrap() {
+        WorkerOutcome::Maintained(outcome) => assert!(outcome.error.is_none(), "{outcome:?}"),
+        other => panic!("{other:?}"),
+    }
+    let state = states(&c, "mk").await["t"].clone();
+    assert_eq!(state.runs, 1);
+    assert_eq!(state.lease_until_ms, 0);
+    assert_eq!(state.next_due_ms, Some(later + DAY_MS));
+    // The table reads: every file its snapshots reference is there.
+    c.get(&table_path("mk", "t")).await.assert_ok(200);
+}

@@ -117,6 +117,30 @@ impl Catalog {
             .await
     }
 
+    /// The scheduler's part alone: the sweep, then at most `limit` due tables claimed, for
+    /// workers elsewhere (a queue) to maintain with [`Catalog::maintain_claimed`].
+    pub async fn schedule_due(
+        &self,
+        now_ms: u64,
+        limit: usize,
+    ) -> crate::error::Result<Vec<tables::maintenance::DueTable>> {
+        self.tables
+            .sweep(now_ms, tables::maintenance::SWEEP_TABLES_PER_RUN)
+            .await?;
+        self.tables.claim_due(now_ms, limit).await
+    }
+
+    /// A worker's part: one claimed table maintained under a lease.
+    pub async fn maintain_claimed(
+        &self,
+        due: &tables::maintenance::DueTable,
+        now_ms: u64,
+    ) -> crate::error::Result<tables::maintenance::WorkerOutcome> {
+        self.tables
+            .maintain_claimed(due, now_ms, Default::default())
+            .await
+    }
+
     /// Signalled when an admin asks for a purge now: a purger beside the server wakes on it.
     pub fn purge_requested(&self) -> Arc<tokio::sync::Notify> {
         self.core.purge_wanted.clone()

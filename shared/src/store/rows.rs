@@ -197,6 +197,19 @@ pub mod keys {
         )
     }
     pub const MAINTENANCE_STATE_PREFIX: &str = "MAINT#";
+    /// Partition of the sparse index of tables by when their maintenance is due.
+    pub const MAINTENANCE_DUE: &str = "MAINT_DUE";
+    /// Index entry of a table's maintenance state, ordered by when it is due.
+    pub fn maintenance_due(due_ms: u64, namespace_id: &str, table_uuid: &str) -> Key {
+        Key::new(
+            MAINTENANCE_DUE,
+            format!("{}#{namespace_id}#{table_uuid}", deleted_sort_key(due_ms)),
+        )
+    }
+    /// Where the sweep that keeps the due index complete has got to (one row).
+    pub fn maintenance_sweep() -> Key {
+        Key::new("MAINT_SWEEP", "CURSOR")
+    }
     /// Partition of the sparse index entry of every dropped table.
     pub const DROPPED_TABLES: &str = "DROPPED_TABLES";
     /// Index entry of a dropped table, ordered by when the purge takes it.

@@ -211,8 +211,14 @@ async fn lift(
                     &super::MaintenanceStateRow {
                         table_id: fenced.row.id.clone(),
                         last_run_ms: core.clock.now_ms(),
-                        failures: 0,
-                        last_error: None,
+                        org: ctx.org.name.clone(),
+                        namespace: ns.name.clone(),
+                        namespace_id: ns.id.clone(),
+                        table: fenced.row.name.clone(),
+                        // Out of the due index: the sweep places it again if the table is
+                        // still there under some name.
+                        next_due_ms: None,
+                        ..Default::default()
                     },
                     Condition::Always,
                 );

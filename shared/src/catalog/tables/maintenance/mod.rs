@@ -48,7 +48,8 @@ use crate::store::rows::Versioned;
 
 pub use compaction::CompactionReport;
 pub use schedule::{
-    MaintenanceRun, MaintenanceStateRow, RUN_INTERVAL, TABLES_PER_RUN, TableOutcome,
+    CLAIM_GRACE, DueTable, LEASE, MaintenanceRun, MaintenanceStateRow, RUN_INTERVAL,
+    SWEEP_TABLES_PER_RUN, TABLES_PER_RUN, TableOutcome, WorkerOutcome,
 };
 
 /// Objects of one table's directory a run lists at most; beyond it the run judges what it
@@ -184,18 +185,12 @@ impl TableService {
         let report = self.maintain(&ctx.org, &ns, row, options).await?;
         if !options.dry_run {
             // Counts as the table's run for the schedule too.
-            let previous = crate::store::rows::get::<MaintenanceStateRow>(
-                &*self.core.store,
-                &crate::store::rows::keys::maintenance_state(&ns.id, &table_row.id),
-            )
-            .await?
-            .map(|state| state.row);
             self.record(
+                &ctx.org.name,
                 &ns,
                 &table_row,
-                previous.as_ref(),
                 self.core.clock.now_ms(),
-                report.error.as_deref(),
+                &report,
             )
             .await;
             tracing::info!(audit = "table", org = %ctx.org.name, namespace, table, by = %ctx.principal.id, snapshots_expired = report.snapshots_expired, files_deleted = report.files_deleted, bytes_deleted = report.bytes_deleted, "table maintained");

@@ -23,7 +23,7 @@ pub(in crate::catalog::tables) use replace::Files;
 use std::collections::BTreeMap;
 
 use iceberg::spec::{DataContentType, SnapshotRetention, TableMetadata};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use self::replace::Rewritten;
 use self::select::{LeftReason, LiveDelete, LiveFile};
@@ -38,7 +38,7 @@ use crate::objects::ObjectStore;
 use crate::store::rows::Versioned;
 
 /// What one run's compaction did (or, dry, would do) to one table.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub struct CompactionReport {
     /// Why nothing was compacted at all.
@@ -52,6 +52,7 @@ pub struct CompactionReport {
     /// Partitions given up because a commit changed them while they were rewritten.
     pub partitions_given_up: u64,
     /// Data files left as they are, by reason.
+    #[serde(default)]
     pub files_left: BTreeMap<LeftReason, u64>,
     /// The `replace` snapshot committed.
     #[serde(skip_serializing_if = "Option::is_none")]

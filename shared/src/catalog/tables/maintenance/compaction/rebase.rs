@@ -166,8 +166,7 @@ pub async fn append_over_compactions(
                 .and_then(|v| v.parse::<i128>().ok())
         };
         let written = properties.get(key).and_then(|v| v.parse::<i128>().ok());
-        if let (Some(written), Some(then), Some(now)) = (written, of(asserted_snapshot), of(main))
-        {
+        if let (Some(written), Some(then), Some(now)) = (written, of(asserted_snapshot), of(main)) {
             properties.insert(key.to_owned(), (written + now - then).max(0).to_string());
         }
     }

@@ -59,7 +59,7 @@ impl Bin {
 }
 
 /// Why a data file was not rewritten.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LeftReason {
     /// At or over three quarters of the target size already.
