@@ -19,6 +19,11 @@ const READ_DIRECTLY: &[(&str, &str)] = &[
     ("FLOE_LOG", "functions/lambda/src/lib.rs"),
     // The bus floe-events puts change events on.
     ("FLOE_EVENT_BUS", "functions/events/src/main.rs"),
+    // The queue the maintenance scheduler puts claimed tables on.
+    (
+        "FLOE_MAINTENANCE_QUEUE_URL",
+        "functions/maintenance/src/main.rs",
+    ),
     // The secret of static keys for `floe buckets add --access-key-id` (never a flag).
     ("FLOE_BUCKET_SECRET", "cli/src/manage/commands.rs"),
     // The management CLI's token lookup reads it directly too (it is also a clap setting).

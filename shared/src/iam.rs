@@ -43,6 +43,8 @@ pub enum Capability {
     /// Sending what the stream could not deliver to the dead-letter queue (SQS; done by
     /// Lambda's event source mapping with the function's role).
     DeadLetters,
+    /// Putting claimed tables on the maintenance queue (SQS `SendMessageBatch`).
+    QueueDueTables,
 }
 
 /// A deployed function: one per endpoint group, the management API, the web view, and the
@@ -59,8 +61,12 @@ pub enum Function {
     /// Server-side scan planning: reads tables' metadata and manifests, vends on request.
     Planning,
     Purge,
-    /// The scheduled table maintenance: snapshot expiry and storage reclamation.
+    /// The scheduled maintenance scheduler: keeps the due index, claims due tables and puts
+    /// them on the maintenance queue.
     Maintenance,
+    /// The maintenance worker: expiry, storage reclamation and compaction of the tables the
+    /// maintenance queue hands it.
+    Worker,
     /// The management API under `/api/v1` (`http::management::MANAGEMENT_ROUTES`).
     Management,
     /// The read-only web view under `/ui` (`ui::GATEWAY_ROUTES`).
@@ -69,10 +75,10 @@ pub enum Function {
     Events,
 }
 
-use Capability::{DeadLetters, Objects, PublishEvents, Secrets, Store, Vend};
+use Capability::{DeadLetters, Objects, PublishEvents, QueueDueTables, Secrets, Store, Vend};
 
 impl Function {
-    pub const ALL: [Function; 12] = [
+    pub const ALL: [Function; 13] = [
         Function::Config,
         Function::Namespaces,
         Function::Tables,
@@ -82,6 +88,7 @@ impl Function {
         Function::Planning,
         Function::Purge,
         Function::Maintenance,
+        Function::Worker,
         Function::Management,
         Function::Ui,
         Function::Events,
@@ -118,6 +125,7 @@ impl Function {
             Function::Planning => "planning",
             Function::Purge => "purge",
             Function::Maintenance => "maintenance",
+            Function::Worker => "worker",
             Function::Management => "management",
             Function::Ui => "ui",
             Function::Events => "events",
@@ -220,15 +228,24 @@ impl Function {
                 Objects(ObjectUse::Delete),
                 Secrets(SecretUse::Open),
             ],
-            // The index of orgs, queries of their namespaces, tables and maintenance records;
-            // each due table's row and metadata file (gets), its expiry commit (the new
-            // metadata file put, the pointer swap put), the listing of its directory and the
-            // deletion of what it no longer reaches (manifest lists and manifests read first),
-            // the fence on its row and its maintenance record (puts).
+            // The sweep: the index of orgs, queries of their namespaces, tables and maintenance
+            // state rows, the state rows and the sweep's cursor put. The claim: the due index
+            // queried, each state row read and put. Then the claimed tables on the queue.
             Function::Maintenance => &[
                 Store(StoreUse::Get),
                 Store(StoreUse::Query),
                 Store(StoreUse::QueryIndex),
+                Store(StoreUse::Put),
+                QueueDueTables,
+            ],
+            // Each claimed table: its state row (the lease and the record, puts), org,
+            // namespace and table rows and metadata file (gets); the compaction's inputs read,
+            // its outputs and manifests put, its commit (the new metadata file put, the pointer
+            // swap put), what a lost race leaves removed; the expiry commit; the listing of the
+            // table's directory and the deletion of what it no longer reaches (manifest lists
+            // and manifests read first), under the fence on its row (puts).
+            Function::Worker => &[
+                Store(StoreUse::Get),
                 Store(StoreUse::Put),
                 Objects(ObjectUse::Get),
                 Objects(ObjectUse::Put),
@@ -309,7 +326,7 @@ impl Function {
                 PublishEvents => {
                     actions.insert("events:PutEvents");
                 }
-                DeadLetters => {
+                DeadLetters | QueueDueTables => {
                     actions.insert("sqs:SendMessage");
                 }
             }
@@ -349,7 +366,7 @@ mod tests {
             Function::Tables,
             Function::Commits,
             Function::Purge,
-            Function::Maintenance,
+            Function::Worker,
             Function::Management,
             Function::Ui,
         ] {

@@ -85,7 +85,7 @@ def test_every_function_builds_a_binary_of_the_workspace():
         if resource["Type"] == "AWS::Serverless::Function"
     }
     functions = ("config", "namespaces", "tables", "commits", "credentials", "signing", "planning", "purge",
-                 "maintenance", "management", "ui", "events")
+                 "maintenance", "worker", "management", "ui", "events")
     assert set(binaries.values()) == {f"floe-{f}" for f in functions}
     for binary in binaries.values():
         manifest = (ROOT / "functions" / binary.removeprefix("floe-") / "Cargo.toml").read_text()

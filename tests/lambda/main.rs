@@ -17,6 +17,10 @@ use lambda_http::tower::Service;
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
 
+fn now_ms() -> u64 {
+    floe::clock::Clock::now_ms(&floe::clock::SystemClock)
+}
+
 const TOKEN: &str = "ema_events_example_token";
 /// The web view session the `ui-*` events with a cookie carry (events/generate.py).
 const SESSION: &str = "eventsExampleSession00000000000000000000000";
@@ -259,6 +263,7 @@ async fn every_event_is_answered_by_its_own_function() {
             p.extension().is_some_and(|x| x == "json")
                 && !p.ends_with("purge-schedule.json")
                 && !p.ends_with("maintenance-schedule.json")
+                && !p.ends_with("maintenance-queue.json")
                 && !p.ends_with("events-stream.json")
         })
         .collect();
@@ -520,19 +525,48 @@ async fn the_schedule_event_runs_the_purge() {
 }
 
 #[tokio::test]
-async fn the_schedule_event_runs_the_maintenance() {
+async fn the_schedule_event_claims_the_tables_due() {
     let dir = tempfile::tempdir().unwrap();
     let catalog = provisioned(dir.path()).await;
     let raw = std::fs::read_to_string(events_dir().join("maintenance-schedule.json")).unwrap();
+    // As the runtime decodes the payload for the scheduler's handler (it reads nothing of it).
     let event: Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(event["detail-type"], "Scheduled Event");
-    let run = floe_lambda::maintain(&catalog, LambdaEvent::new(event, Context::default()))
-        .await
-        .unwrap();
-    // The provisioned table was never maintained: it is due, and has nothing to reclaim.
-    assert!(!run.tables.is_empty(), "{run:?}");
-    assert!(run.failures().is_empty(), "{run:?}");
-    assert_eq!(run.files_deleted, 0);
+    // The provisioned table was never maintained: the sweep indexes it and the claim takes it.
+    let claimed = catalog.schedule_due(now_ms(), 100).await.unwrap();
+    assert!(!claimed.is_empty(), "{claimed:?}");
+}
+
+#[tokio::test]
+async fn the_queue_event_runs_the_worker_on_its_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = provisioned(dir.path()).await;
+    let now = now_ms();
+    let claimed = catalog.schedule_due(now, 100).await.unwrap();
+    let due = claimed
+        .first()
+        .expect("the provisioned table is due")
+        .clone();
+    let raw = std::fs::read_to_string(events_dir().join("maintenance-queue.json")).unwrap();
+    let mut event: Value = serde_json::from_str(&raw).unwrap();
+    // The sample's body is a message as the scheduler writes it, for another deployment.
+    let sample: floe::catalog::tables::maintenance::DueTable =
+        serde_json::from_str(event["Records"][0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(sample.org, "demo");
+    event["Records"][0]["body"] = json!(serde_json::to_string(&due).unwrap());
+    // As the runtime decodes the payload for the worker's handler.
+    let batch: aws_lambda_events::event::sqs::SqsEvent = serde_json::from_value(event).unwrap();
+    let answer = floe_queue::work(&catalog, batch.clone(), now).await;
+    assert!(answer.batch_item_failures.is_empty(), "{answer:?}");
+    // Delivered again (SQS delivers at least once): nothing more happens.
+    let again = floe_queue::work(&catalog, batch, now).await;
+    assert!(again.batch_item_failures.is_empty());
+    assert!(catalog.schedule_due(now, 100).await.unwrap().is_empty());
+    // A message that names no table goes back to the queue (and on to its dead letters).
+    let mut bad: aws_lambda_events::event::sqs::SqsEvent = serde_json::from_str(&raw).unwrap();
+    bad.records[0].body = Some("not a table".into());
+    let refused = floe_queue::work(&catalog, bad, now).await;
+    assert_eq!(refused.batch_item_failures.len(), 1);
 }
 
 #[tokio::test]

@@ -162,29 +162,6 @@ pub async fn purge(
     Ok(run)
 }
 
-/// One scheduled maintenance run: every table due, at most a run's worth. A table's failure
-/// is recorded on it and reported; the run itself fails only when it cannot list the tables.
-pub async fn maintain(
-    catalog: &Catalog,
-    event: lambda_runtime::LambdaEvent<serde_json::Value>,
-) -> Result<floe::catalog::tables::MaintenanceRun, lambda_runtime::Error> {
-    use floe::clock::{Clock, SystemClock};
-    tracing::info!(request_id = %event.context.request_id, "maintenance run started");
-    let run = catalog
-        .maintain_due(SystemClock.now_ms(), Default::default())
-        .await?;
-    tracing::info!(
-        tables = run.tables.len(),
-        failed = run.failures().len(),
-        snapshots_expired = run.snapshots_expired,
-        files_deleted = run.files_deleted,
-        bytes_deleted = run.bytes_deleted,
-        skipped = run.tables_skipped,
-        "maintenance run finished"
-    );
-    Ok(run)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

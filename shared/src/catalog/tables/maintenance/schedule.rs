@@ -160,7 +160,7 @@ impl MaintenanceRun {
 /// What a worker did with one claimed table.
 #[derive(Debug)]
 pub enum WorkerOutcome {
-    Maintained(TableOutcome),
+    Maintained(Box<TableOutcome>),
     /// Its policy turns scheduled maintenance off (it is due again in a day).
     Disabled,
     /// The claim is stale, another worker holds the table, or the table is gone.
@@ -502,11 +502,11 @@ impl TableService {
                 }
             }
         }
-        Ok(WorkerOutcome::Maintained(TableOutcome {
+        Ok(WorkerOutcome::Maintained(Box::new(TableOutcome {
             table: label,
             report,
             error,
-        }))
+        })))
     }
 
     /// The org, namespace and table a claim names, while they are still the ones it named.
@@ -676,7 +676,7 @@ fn tally(run: &mut MaintenanceRun, outcome: WorkerOutcome) {
                 run.files_deleted += report.files_deleted;
                 run.bytes_deleted += report.bytes_deleted;
             }
-            run.tables.push(outcome);
+            run.tables.push(*outcome);
         }
         WorkerOutcome::Disabled | WorkerOutcome::Skipped => run.tables_skipped += 1,
     }
