@@ -11,6 +11,7 @@
 //! snapshot history) at each table size, through the web view's router in process with a
 //! signed-in session, so the figures are the page's own cost (session check, metadata, render).
 
+pub mod compaction;
 mod cost;
 pub mod maintenance;
 pub mod planning;

@@ -43,6 +43,10 @@ enum Command {
     /// Server-side scan planning on tables of many files: first answer cold and warm, the
     /// whole plan, answer sizes, CPU and cost; with `--python`, PyIceberg's own planning beside.
     Planning(bench::planning::PlanningBenchArgs),
+    /// Bin-pack compaction of a table of many small Parquet files beside a plain arrow-rs
+    /// read-and-rewrite of the same bytes; with `--python` scan times before and after, with
+    /// `--cost` dollars per GB and per table-month of scheduled maintenance.
+    Compaction(bench::compaction::CompactionBenchArgs),
 }
 
 impl Command {
@@ -53,6 +57,7 @@ impl Command {
             Command::Maintenance(_) => "a maintenance run of a table grown by appends",
             Command::Writes(_) => "one org's commit rate by writers x tables",
             Command::Planning(_) => "server-side scan planning latency, answer sizes and cost",
+            Command::Compaction(_) => "compaction throughput beside arrow-rs, scan times and cost",
         }
     }
 
@@ -62,6 +67,7 @@ impl Command {
             Command::Maintenance(_) => "maintenance",
             Command::Writes(_) => "writes",
             Command::Planning(_) => "planning",
+            Command::Compaction(_) => "compaction",
         }
     }
 }
@@ -80,6 +86,7 @@ fn main() -> std::process::ExitCode {
             Command::Maintenance(args) => bench::maintenance::run(args).await,
             Command::Writes(args) => bench::writes::run(args).await,
             Command::Planning(args) => bench::planning::run(args).await,
+            Command::Compaction(args) => bench::compaction::run(args).await,
         }
     });
     let outcome = outcome.and_then(|()| match &cli.record {

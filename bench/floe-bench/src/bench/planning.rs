@@ -375,7 +375,7 @@ async fn write_table(
 }
 
 /// Moves a file written in memory to its place in the local warehouse.
-async fn flush(io: &FileIO, scratch: &str, location: &str) -> Result<(), String> {
+pub(super) async fn flush(io: &FileIO, scratch: &str, location: &str) -> Result<(), String> {
     let bytes = io
         .new_input(scratch)
         .map_err(|e| e.to_string())?
