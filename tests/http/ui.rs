@@ -439,6 +439,12 @@ async fn the_table_page_escapes_client_values_and_links_lineage_repos() {
     // Newest first: snapshot 8 before snapshot 7.
     assert!(html.find("snapshot-8").unwrap() < html.find("snapshot-7").unwrap());
     assert!(html.contains("id=\"schema\"") && html.contains(">data<"));
+    // Its maintenance: compaction off, never run, until the schedule finds it.
+    assert!(
+        html.contains("<tr><th>Compaction</th><td>off</td></tr>")
+            && html.contains("<tr><th>Last run</th><td>never</td></tr>"),
+        "{html}"
+    );
 
     let plain = ui(&c, Default::default());
     let html = get(&plain, &path, &cookie).await.body;

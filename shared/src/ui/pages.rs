@@ -119,12 +119,24 @@ pub struct TablePage {
     pub order_id: i64,
     pub sort: Vec<SortRow>,
     pub properties: Vec<(String, String)>,
+    pub maintenance: MaintenanceView,
     pub chart: Option<Chart>,
     pub history: HistoryPage,
     pub prev_href: Option<String>,
     pub next_href: Option<String>,
     pub first_href: Option<String>,
     pub last_href: Option<String>,
+}
+
+/// A table's maintenance as its page shows it.
+pub struct MaintenanceView {
+    /// On or off, with the target size when on.
+    pub compaction: String,
+    pub last_run: String,
+    pub next_due: String,
+    pub last_error: Option<String>,
+    /// What the last compaction that rewrote anything did.
+    pub last_compaction: Option<String>,
 }
 
 #[derive(Template)]

@@ -415,6 +415,13 @@ async fn table_page(
         .collect();
     properties.sort();
 
+    let maintenance = maintenance_view(
+        s.catalog
+            .tables
+            .maintenance_settings(&ctx, namespace, table)
+            .await?,
+    );
+
     let href = |n: usize| links::table_page(&org, namespace, table, n);
     let (current, pages) = (history.page, history.pages);
     let page_view = TablePage {
@@ -436,6 +443,7 @@ async fn table_page(
         order_id: order.order_id,
         sort,
         properties,
+        maintenance,
         chart,
         prev_href: (current > 1).then(|| href(current - 1)),
         next_href: (current < pages).then(|| href(current + 1)),
@@ -444,6 +452,42 @@ async fn table_page(
         history,
     };
     Ok(html(StatusCode::OK, &page_view))
+}
+
+/// What the page says of a table's maintenance: its compaction policy and its last run.
+fn maintenance_view(
+    settings: crate::catalog::tables::maintenance::MaintenanceSettings,
+) -> MaintenanceView {
+    let compaction = match &settings.policy {
+        Some(policy) if policy.compaction.enabled => format!(
+            "on, towards {} MiB files",
+            policy.compaction.target_file_size_bytes / (1024 * 1024)
+        ),
+        Some(_) => "off".to_owned(),
+        None => "a maintenance setting cannot be read".to_owned(),
+    };
+    let never = || "never".to_owned();
+    let state = settings.last_run.as_ref();
+    MaintenanceView {
+        compaction,
+        last_run: state
+            .filter(|s| s.last_run_ms > 0)
+            .map_or_else(never, |s| history::format_ms(s.last_run_ms as i64)),
+        next_due: state.and_then(|s| s.next_due_ms).map_or_else(
+            || "when the schedule next finds it".to_owned(),
+            |ms| history::format_ms(ms as i64),
+        ),
+        last_error: state.and_then(|s| s.last_error.clone()),
+        last_compaction: state.and_then(|s| s.last_compaction.as_ref()).map(|c| {
+            format!(
+                "{} files ({:.1} MiB) into {} ({:.1} MiB)",
+                c.files_rewritten,
+                c.bytes_rewritten as f64 / 1048576.0,
+                c.files_written,
+                c.bytes_written as f64 / 1048576.0
+            )
+        }),
+    }
 }
 
 async fn css() -> Response {

@@ -59,10 +59,7 @@ pub async fn run(args: CompactionBenchArgs) -> Result<(), String> {
     let meter = super::Meter::default();
     let token = floe::auth::generate_token();
     let (catalog, ctx) = super::open_demo(dir.path(), Some(&token), meter.wraps(None)).await?;
-    eprintln!(
-        "writing {} files of {} rows...",
-        args.files, args.rows
-    );
+    eprintln!("writing {} files of {} rows...", args.files, args.rows);
     let (metadata, inputs) = write_table(&catalog, &ctx, &args).await?;
     let input_bytes: u64 = inputs.iter().map(|f| f.file_size_in_bytes()).sum();
     let addr = super::serve_on_loopback(floe::http::full_router(catalog.clone())).await?;
@@ -134,7 +131,17 @@ pub async fn run(args: CompactionBenchArgs) -> Result<(), String> {
         out["scan-after"] = after;
     }
     if args.cost {
-        out["cost"] = cost(&catalog, &ctx, &meter, &args, floe_wall, input_mb, inputs.len(), &compaction).await?;
+        out["cost"] = cost(
+            &catalog,
+            &ctx,
+            &meter,
+            &args,
+            floe_wall,
+            input_mb,
+            inputs.len(),
+            &compaction,
+        )
+        .await?;
     }
     report!(
         "{}",
@@ -246,9 +253,8 @@ async fn write_table(
         let ids: Vec<i64> = (start..start + args.rows as i64).collect();
         let names: Vec<String> = ids.iter().map(|id| format!("name-{}", id % 9973)).collect();
         let values: Vec<f64> = ids.iter().map(|id| (*id as f64) * 0.5).collect();
-        let arrow_schema = Arc::new(
-            iceberg::arrow::schema_to_arrow_schema(&schema).map_err(|e| e.to_string())?,
-        );
+        let arrow_schema =
+            Arc::new(iceberg::arrow::schema_to_arrow_schema(&schema).map_err(|e| e.to_string())?);
         let batch = RecordBatch::try_new(
             arrow_schema,
             vec![
@@ -449,9 +455,8 @@ async fn cost(
     let worker_reads = (w.store.gets + w.store.queries + w.store.index_queries) as f64 / n;
     let worker_writes = w.store.items_written as f64 / n;
     let worker_objects = (w.objects.gets + w.objects.lists + w.objects.puts) as f64 / n;
-    let worker_seconds = worker_wall / n
-        + (worker_reads + worker_writes) * DYNAMODB_S
-        + worker_objects * S3_S;
+    let worker_seconds =
+        worker_wall / n + (worker_reads + worker_writes) * DYNAMODB_S + worker_objects * S3_S;
     // One run a day per table; the scheduler every five minutes sweeps up to 10,000 tables.
     let per_table_day = (scheduler_reads + worker_reads) * READ_UNIT
         + (scheduler_writes + worker_writes) * WRITE_UNIT
@@ -466,8 +471,8 @@ async fn cost(
         let swept = tables.min(floe::catalog::tables::maintenance::SWEEP_TABLES_PER_RUN as f64);
         // Two rows a table (its row and its state), about a kilobyte, read by the queries.
         let sweep_units = swept * 1024.0 / 4096.0;
-        let scheduler = runs
-            * (sweep_units * READ_UNIT + swept * sweep_per_table_s * 0.25 * GB_SECOND);
+        let scheduler =
+            runs * (sweep_units * READ_UNIT + swept * sweep_per_table_s * 0.25 * GB_SECOND);
         let tables_cost = tables * 30.0 * per_table_day;
         json!({"usd-per-month": scheduler + tables_cost,
                "usd-per-table-month": (scheduler + tables_cost) / tables,

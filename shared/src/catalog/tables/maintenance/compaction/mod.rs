@@ -330,7 +330,13 @@ mod tests {
             ..CompactionReport::default()
         };
         let json = serde_json::to_string(&report).unwrap();
-        assert!(!json.contains("errors") && !json.contains("snapshot-id"), "{json}");
-        assert_eq!(serde_json::from_str::<CompactionReport>(&json).unwrap(), report);
+        assert!(
+            !json.contains("errors") && !json.contains("snapshot-id"),
+            "{json}"
+        );
+        assert_eq!(
+            serde_json::from_str::<CompactionReport>(&json).unwrap(),
+            report
+        );
     }
 }
