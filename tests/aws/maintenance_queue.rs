@@ -151,27 +151,10 @@ async fn a_thousand_due_tables_drain_through_the_queue_once_each() {
     );
     // Exactly once each, by the state every table's run recorded.
     for ns in &namespaces {
-        let ns_row = floe::store::rows::get::<floe::model::NamespaceRow>(
-            &*c.catalog.core.store,
-            &floe::store::rows::keys::namespace(ORG, ns),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        let states: Vec<floe::catalog::tables::maintenance::MaintenanceStateRow> =
-            floe::store::rows::collect(
-                &*c.catalog.core.store,
-                &floe::store::rows::keys::namespace_partition(&ns_row.row.id),
-                floe::store::rows::keys::MAINTENANCE_STATE_PREFIX,
-                None,
-                usize::MAX,
-                |_| true,
-            )
-            .await
-            .unwrap();
+        let states = c.maintenance_states(ns).await;
         assert_eq!(states.len(), 50, "{ns}");
-        for state in states {
-            assert_eq!(state.runs, 1, "{ns}/{}: {state:?}", state.table);
+        for (table, state) in states {
+            assert_eq!(state.runs, 1, "{ns}/{table}: {state:?}");
             assert_eq!(state.lease_until_ms, 0);
         }
     }

@@ -826,32 +826,6 @@ async fn commits_wait_while_a_batch_is_deleted() {
     assert_eq!(metadata.current_snapshot().unwrap().snapshot_id(), 2);
 }
 
-/// The maintenance state rows of a namespace, by table name.
-async fn states(
-    c: &TestCatalog,
-    ns: &str,
-) -> std::collections::BTreeMap<String, floe::catalog::tables::maintenance::MaintenanceStateRow> {
-    let ns_row = floe::store::rows::get::<floe::model::NamespaceRow>(
-        &*c.catalog.core.store,
-        &floe::store::rows::keys::namespace(ORG, ns),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let rows: Vec<floe::catalog::tables::maintenance::MaintenanceStateRow> =
-        floe::store::rows::collect(
-            &*c.catalog.core.store,
-            &floe::store::rows::keys::namespace_partition(&ns_row.row.id),
-            floe::store::rows::keys::MAINTENANCE_STATE_PREFIX,
-            None,
-            usize::MAX,
-            |_| true,
-        )
-        .await
-        .unwrap();
-    rows.into_iter().map(|r| (r.table.clone(), r)).collect()
-}
-
 /// Tables due at once drain through racing schedulers and workers that take claims off a
 /// queue delivering each message twice (as SQS may): every table is maintained exactly once,
 /// and each is due again a day later with no lease held.
@@ -936,7 +910,7 @@ async fn due_tables_drain_through_racing_workers_once_each() {
     assert_eq!(maintained, tables, "each table once, duplicates skipped");
     let mut all = std::collections::BTreeMap::new();
     for ns in &namespaces {
-        all.extend(states(&c, ns).await);
+        all.extend(c.maintenance_states(ns).await);
     }
     let states = all;
     assert_eq!(states.len() as u64, tables);
@@ -1003,7 +977,7 @@ async fn a_killed_worker_leaves_the_table_to_the_next_lease() {
     listed.await.unwrap();
     killed.abort();
     assert!(killed.await.unwrap_err().is_cancelled());
-    let expired_by_killed = states(&c, "mk").await["t"].clone();
+    let expired_by_killed = c.maintenance_states("mk").await["t"].clone();
     assert!(
         expired_by_killed.lease_until_ms > now,
         "{expired_by_killed:?}"
@@ -1033,7 +1007,7 @@ async fn a_killed_worker_leaves_the_table_to_the_next_lease() {
         WorkerOutcome::Maintained(outcome) => assert!(outcome.error.is_none(), "{outcome:?}"),
         other => panic!("{other:?}"),
     }
-    let state = states(&c, "mk").await["t"].clone();
+    let state = c.maintenance_states("mk").await["t"].clone();
     assert_eq!(state.runs, 1);
     assert_eq!(state.lease_until_ms, 0);
     assert_eq!(state.next_due_ms, Some(later + DAY_MS));

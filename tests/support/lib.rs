@@ -692,6 +692,34 @@ impl TestCatalog {
         .clone()
     }
 
+    /// The maintenance state rows of namespace `ns` of the test org, by table name.
+    pub async fn maintenance_states(
+        &self,
+        ns: &str,
+    ) -> std::collections::BTreeMap<String, floe::catalog::tables::maintenance::MaintenanceStateRow>
+    {
+        let store = &*self.catalog.core.store;
+        let ns_row = floe::store::rows::get::<floe::model::NamespaceRow>(
+            store,
+            &floe::store::rows::keys::namespace(ORG, ns),
+        )
+        .await
+        .unwrap()
+        .expect("the namespace exists");
+        let rows: Vec<floe::catalog::tables::maintenance::MaintenanceStateRow> =
+            floe::store::rows::collect(
+                store,
+                &floe::store::rows::keys::namespace_partition(&ns_row.row.id),
+                floe::store::rows::keys::MAINTENANCE_STATE_PREFIX,
+                None,
+                usize::MAX,
+                |_| true,
+            )
+            .await
+            .unwrap();
+        rows.into_iter().map(|r| (r.table.clone(), r)).collect()
+    }
+
     pub async fn create_table(&self, namespace: &str, name: &str) -> Value {
         self.post(
             &format!("/v1/{ORG}/namespaces/{namespace}/tables"),

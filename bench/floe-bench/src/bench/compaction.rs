@@ -18,7 +18,7 @@ use clap::Args;
 use floe::catalog::OrgContext;
 use floe::catalog::tables::MaintainOptions;
 use iceberg::io::FileIO;
-use iceberg::spec::{DataFile, ManifestListWriter, ManifestWriterBuilder, TableMetadata};
+use iceberg::spec::{DataFile, ManifestWriterBuilder, TableMetadata};
 use iceberg::writer::file_writer::{FileWriter, FileWriterBuilder, ParquetWriterBuilder};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -286,13 +286,12 @@ async fn write_table(
         files.push(builder.build().map_err(|e| e.to_string())?);
         super::planning::flush(&io, &scratch, &target).await?;
     }
-    let snapshot_id = 1;
     let mut listed = Vec::new();
     for (k, chunk) in files.chunks(PER_MANIFEST).enumerate() {
         let scratch = format!("memory:///m-{k}.avro");
         let mut writer = ManifestWriterBuilder::new(
             io.new_output(&scratch).map_err(|e| e.to_string())?,
-            Some(snapshot_id),
+            Some(1),
             schema.clone(),
             metadata.default_partition_spec().as_ref().clone(),
         )
@@ -311,37 +310,7 @@ async fn write_table(
         manifest.manifest_path = target;
         listed.push(manifest);
     }
-    let scratch = "memory:///snap.avro";
-    let mut list = ManifestListWriter::v2(
-        io.new_output(scratch)
-            .map_err(|e| e.to_string())?
-            .writer()
-            .await
-            .map_err(|e| e.to_string())?,
-        snapshot_id,
-        None,
-        1,
-    );
-    list.add_manifests(listed.into_iter())
-        .map_err(|e| e.to_string())?;
-    list.close().await.map_err(|e| e.to_string())?;
-    let list_location = format!("{location}/metadata/snap-1.avro");
-    super::planning::flush(&io, scratch, &list_location).await?;
-    let body = json!({
-        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": null}],
-        "updates": [
-            {"action": "add-snapshot", "snapshot": {
-                "snapshot-id": snapshot_id, "sequence-number": 1,
-                "timestamp-ms": metadata.last_updated_ms() + 1, "manifest-list": list_location,
-                "summary": {"operation": "append"}, "schema-id": 0}},
-            {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": snapshot_id}
-        ]
-    });
-    catalog
-        .tables
-        .commit_table(ctx, "bench", "small", body)
-        .await
-        .map_err(|e| e.to_string())?;
+    super::planning::commit_manifests(catalog, ctx, "small", &metadata, &io, listed).await?;
     Ok((metadata, files))
 }
 

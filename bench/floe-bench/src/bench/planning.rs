@@ -340,6 +340,21 @@ async fn write_table(
         manifest.manifest_path = target;
         listed.push(manifest);
     }
+    commit_manifests(catalog, ctx, table, &metadata, &io, listed).await
+}
+
+/// Commits `listed` as the table's first snapshot (id 1): its manifest list written and moved
+/// into the warehouse, then an `append` through the catalog's commit path.
+pub(super) async fn commit_manifests(
+    catalog: &floe::catalog::Catalog,
+    ctx: &OrgContext,
+    table: &str,
+    metadata: &TableMetadata,
+    io: &FileIO,
+    listed: Vec<ManifestFile>,
+) -> Result<(), String> {
+    let location = metadata.location();
+    let snapshot_id = 1;
     let scratch = "memory:///snap.avro";
     let mut list = ManifestListWriter::v2(
         io.new_output(scratch)
@@ -355,7 +370,7 @@ async fn write_table(
         .map_err(|e| e.to_string())?;
     list.close().await.map_err(|e| e.to_string())?;
     let list_location = format!("{location}/metadata/snap-1.avro");
-    flush(&io, scratch, &list_location).await?;
+    flush(io, scratch, &list_location).await?;
     let body = json!({
         "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": null}],
         "updates": [

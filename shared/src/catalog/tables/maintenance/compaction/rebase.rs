@@ -12,16 +12,14 @@
 
 use std::collections::HashSet;
 
-use iceberg::io::FileIO;
 use iceberg::spec::{
-    FormatVersion, ManifestFile, ManifestListWriter, Operation, Snapshot, SnapshotReference,
-    Summary, TableMetadata,
+    FormatVersion, ManifestFile, Operation, Snapshot, SnapshotReference, Summary, TableMetadata,
 };
 use iceberg::{TableRequirement, TableUpdate};
 
-use super::replace::{Files, REWRITE_KEY};
+use super::replace::{Files, REWRITE_KEY, write_list};
 use crate::catalog::tables::commit::CommitTableRequest;
-use crate::error::{CatalogError, Result};
+use crate::error::Result;
 
 /// The totals a moved append carries: what the writer counted on the snapshot it asserted,
 /// plus what the compactions since changed.
@@ -122,40 +120,19 @@ pub async fn append_over_compactions(
         }
     }
 
-    let io = FileIO::new_with_memory();
-    let scratch = "memory:///rebased.avro";
-    let output = io
-        .new_output(scratch)
-        .map_err(internal)?
-        .writer()
-        .await
-        .map_err(internal)?;
-    let mut list = ManifestListWriter::v2(
-        output,
-        snapshot.snapshot_id(),
-        Some(main.snapshot_id()),
-        sequence,
-    );
-    list.add_manifests(added.into_iter().chain(now.iter().cloned()))
-        .map_err(internal)?;
-    list.close().await.map_err(internal)?;
     let location = format!(
         "{}/metadata/snap-{}-rebased-{}.avro",
         files.directory.trim_end_matches('/'),
         snapshot.snapshot_id(),
         uuid::Uuid::new_v4()
     );
-    let bytes = io
-        .new_input(scratch)
-        .map_err(internal)?
-        .read()
-        .await
-        .map_err(internal)?;
-    files
-        .objects
-        .put_if_absent(&location, bytes)
-        .await
-        .map_err(CatalogError::from)?;
+    write_list(
+        files,
+        &location,
+        (snapshot.snapshot_id(), main.snapshot_id(), sequence),
+        added.into_iter().chain(now.iter().cloned()).collect(),
+    )
+    .await?;
 
     let mut properties = snapshot.summary().additional_properties.clone();
     for key in TOTALS {
@@ -235,8 +212,4 @@ fn only_compactions_since(metadata: &TableMetadata, asserted: i64) -> bool {
             .and_then(|id| metadata.snapshot_by_id(id));
     }
     false
-}
-
-fn internal(e: iceberg::Error) -> CatalogError {
-    CatalogError::Internal(format!("Cannot move the append after the compaction: {e}"))
 }

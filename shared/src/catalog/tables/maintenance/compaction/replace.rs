@@ -197,25 +197,18 @@ pub async fn build(
         );
     }
 
-    let scratch = "memory:///list.avro";
-    let output = io
-        .new_output(scratch)
-        .map_err(internal)?
-        .writer()
-        .await
-        .map_err(internal)?;
-    let mut list_writer =
-        ManifestListWriter::v2(output, snapshot_id, Some(main.snapshot_id()), sequence);
-    list_writer
-        .add_manifests(listed.into_iter())
-        .map_err(internal)?;
-    list_writer.close().await.map_err(internal)?;
     let list_location = format!(
         "{}/metadata/snap-{snapshot_id}-1-{}.avro",
         files.directory.trim_end_matches('/'),
         uuid::Uuid::new_v4()
     );
-    put(files, &io, scratch, &list_location).await?;
+    write_list(
+        files,
+        &list_location,
+        (snapshot_id, main.snapshot_id(), sequence),
+        listed,
+    )
+    .await?;
     written_files.push(list_location.clone());
 
     let mut properties = summary.build();
@@ -365,6 +358,29 @@ async fn store(
     written_files.push(location.clone());
     written.manifest_path = location;
     Ok(written)
+}
+
+/// Writes a v2 manifest list of `manifests` at `location` for snapshot `(id, parent,
+/// sequence number)`.
+pub async fn write_list(
+    files: &Files<'_>,
+    location: &str,
+    (snapshot_id, parent, sequence): (i64, i64, i64),
+    manifests: Vec<ManifestFile>,
+) -> Result<()> {
+    let io = FileIO::new_with_memory();
+    let scratch = "memory:///list.avro";
+    let output = io
+        .new_output(scratch)
+        .map_err(internal)?
+        .writer()
+        .await
+        .map_err(internal)?;
+    let mut list = ManifestListWriter::v2(output, snapshot_id, Some(parent), sequence);
+    list.add_manifests(manifests.into_iter())
+        .map_err(internal)?;
+    list.close().await.map_err(internal)?;
+    put(files, &io, scratch, location).await
 }
 
 async fn put(files: &Files<'_>, io: &FileIO, scratch: &str, location: &str) -> Result<()> {
