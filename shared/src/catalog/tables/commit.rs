@@ -189,13 +189,23 @@ impl TableService {
             _ => None,
         };
         // An append that lost its race to a compaction is placed after it, never refused.
-        let files = super::maintenance::compaction::Files {
+        let files = super::snapshot_files::Files {
             objects: &*objects,
             directory: row.directory(),
             cache: &self.manifests,
         };
-        let moved =
-            super::maintenance::compaction::append_over_compactions(&files, &base, request).await?;
+        let moved = super::rebase::append_over_compactions(
+            &files,
+            &base,
+            &request.requirements,
+            &request.updates,
+        )
+        .await?
+        .map(|(requirements, updates)| CommitTableRequest {
+            identifier: request.identifier.clone(),
+            requirements,
+            updates,
+        });
         let request = moved.as_ref().unwrap_or(request);
         for requirement in &request.requirements {
             parity::requirements::check(requirement, Some(&base), base_refs.as_ref())

@@ -13,10 +13,12 @@ mod metrics;
 pub(crate) mod placement;
 mod plan;
 mod purge;
+mod rebase;
 mod recovery;
 mod register;
 mod rename;
 mod signing;
+mod snapshot_files;
 mod transaction;
 
 use std::sync::Arc;

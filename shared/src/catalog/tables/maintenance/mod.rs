@@ -18,7 +18,7 @@
 pub use crate::catalog::maintenance_policy as policy;
 
 mod classify;
-pub(in crate::catalog::tables) mod compaction;
+mod compaction;
 mod deletion;
 mod expiry;
 mod reachable;

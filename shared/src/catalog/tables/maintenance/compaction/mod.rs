@@ -12,13 +12,9 @@
 //! - its inputs are never deleted by it: they stay reachable from earlier snapshots until
 //!   expiry and unreferenced-file removal take them past their age floors.
 
-mod rebase;
 mod replace;
 mod rewrite;
 mod select;
-
-pub(in crate::catalog::tables) use rebase::append_over_compactions;
-pub(in crate::catalog::tables) use replace::Files;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +26,7 @@ use self::select::{LeftReason, LiveDelete, LiveFile};
 use super::policy::Policy;
 use super::{MaintainOptions, TableService};
 use crate::catalog::tables::commit::{CommitTableRequest, Prepared, Swap};
+use crate::catalog::tables::snapshot_files::Files;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES};
 use crate::core::{Change, ChangeFailure};
 use crate::error::{CatalogError, Result};

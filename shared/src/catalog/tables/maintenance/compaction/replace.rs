@@ -7,20 +7,16 @@ use std::collections::{HashMap, HashSet};
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
-    DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestListWriter, ManifestStatus,
+    DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestStatus,
     ManifestWriterBuilder, Operation, Snapshot, SnapshotReference, SnapshotRetention,
     SnapshotSummaryCollector, Summary, TableMetadata,
 };
 use iceberg::{TableRequirement, TableUpdate};
 
 use super::select::{Bin, PartitionKey};
-use crate::catalog::tables::plan::manifests::ManifestCache;
+use crate::catalog::tables::rebase::REWRITE_KEY;
+use crate::catalog::tables::snapshot_files::{Files, put, write_list};
 use crate::error::{CatalogError, Result};
-use crate::objects::ObjectStore;
-
-/// Summary key marking a Floe compaction's snapshot (value: the strategy), so that an append
-/// it raced can be placed after it (`rebase.rs`).
-pub const REWRITE_KEY: &str = "floe.rewrite";
 
 /// The summary keys Java derives from the parent's totals.
 const TOTALS: [(&str, &str, &str); 4] = [
@@ -38,13 +34,6 @@ const TOTALS: [(&str, &str, &str); 4] = [
 pub struct Rewritten {
     pub bin: Bin,
     pub output: DataFile,
-}
-
-/// Where a replace snapshot reads and writes.
-pub struct Files<'a> {
-    pub objects: &'a dyn ObjectStore,
-    pub directory: &'a str,
-    pub cache: &'a ManifestCache,
 }
 
 /// The commit of a replace snapshot on `metadata`'s main branch.
@@ -358,43 +347,6 @@ async fn store(
     written_files.push(location.clone());
     written.manifest_path = location;
     Ok(written)
-}
-
-/// Writes a v2 manifest list of `manifests` at `location` for snapshot `(id, parent,
-/// sequence number)`.
-pub async fn write_list(
-    files: &Files<'_>,
-    location: &str,
-    (snapshot_id, parent, sequence): (i64, i64, i64),
-    manifests: Vec<ManifestFile>,
-) -> Result<()> {
-    let io = FileIO::new_with_memory();
-    let scratch = "memory:///list.avro";
-    let output = io
-        .new_output(scratch)
-        .map_err(internal)?
-        .writer()
-        .await
-        .map_err(internal)?;
-    let mut list = ManifestListWriter::v2(output, snapshot_id, Some(parent), sequence);
-    list.add_manifests(manifests.into_iter())
-        .map_err(internal)?;
-    list.close().await.map_err(internal)?;
-    put(files, &io, scratch, location).await
-}
-
-async fn put(files: &Files<'_>, io: &FileIO, scratch: &str, location: &str) -> Result<()> {
-    let bytes = io
-        .new_input(scratch)
-        .map_err(internal)?
-        .read()
-        .await
-        .map_err(internal)?;
-    files
-        .objects
-        .put_if_absent(location, bytes)
-        .await
-        .map_err(CatalogError::from)
 }
 
 /// A positive id no snapshot of the table has.

@@ -17,9 +17,12 @@ use iceberg::spec::{
 };
 use iceberg::{TableRequirement, TableUpdate};
 
-use super::replace::{Files, REWRITE_KEY, write_list};
-use crate::catalog::tables::commit::CommitTableRequest;
+use crate::catalog::tables::snapshot_files::{Files, write_list};
 use crate::error::Result;
+
+/// Summary key marking a Floe compaction's snapshot (value: the strategy), so that an append
+/// it raced can be placed after it.
+pub const REWRITE_KEY: &str = "floe.rewrite";
 
 /// The totals a moved append carries: what the writer counted on the snapshot it asserted,
 /// plus what the compactions since changed.
@@ -30,17 +33,19 @@ const TOTALS: [&str; 4] = [
     "total-delete-files",
 ];
 
-/// `request` moved onto `base`'s main when it is an append that lost to compactions only;
-/// `None` when it is not (its requirements then answer as they would).
+/// A commit's requirements and updates moved onto `base`'s main when it is an append that
+/// lost to compactions only; `None` when it is not (its requirements then answer as they
+/// would).
 pub async fn append_over_compactions(
     files: &Files<'_>,
     base: &TableMetadata,
-    request: &CommitTableRequest,
-) -> Result<Option<CommitTableRequest>> {
+    requirements: &[TableRequirement],
+    updates: &[TableUpdate],
+) -> Result<Option<(Vec<TableRequirement>, Vec<TableUpdate>)>> {
     if base.format_version() != FormatVersion::V2 {
         return Ok(None);
     }
-    let Some(asserted) = request.requirements.iter().find_map(|r| match r {
+    let Some(asserted) = requirements.iter().find_map(|r| match r {
         TableRequirement::RefSnapshotIdMatch {
             r#ref,
             snapshot_id: Some(id),
@@ -61,7 +66,7 @@ pub async fn append_over_compactions(
             ref_name,
             reference,
         },
-    ] = request.updates.as_slice()
+    ] = updates
     else {
         return Ok(None);
     };
@@ -159,8 +164,7 @@ pub async fn append_over_compactions(
         })
         .schema_id_opt(snapshot.schema_id())
         .build();
-    let requirements = request
-        .requirements
+    let requirements = requirements
         .iter()
         .map(|r| match r {
             TableRequirement::RefSnapshotIdMatch { r#ref, .. } if r#ref == "main" => {
@@ -178,10 +182,9 @@ pub async fn append_over_compactions(
         main = main.snapshot_id(),
         "an append that lost to a compaction was placed after it"
     );
-    Ok(Some(CommitTableRequest {
-        identifier: request.identifier.clone(),
+    Ok(Some((
         requirements,
-        updates: vec![
+        vec![
             TableUpdate::AddSnapshot { snapshot: moved },
             TableUpdate::SetSnapshotRef {
                 ref_name: "main".into(),
@@ -191,7 +194,7 @@ pub async fn append_over_compactions(
                 ),
             },
         ],
-    }))
+    )))
 }
 
 /// Whether main reaches `asserted` through Floe compactions only.
