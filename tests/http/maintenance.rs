@@ -1014,3 +1014,36 @@ async fn a_killed_worker_leaves_the_table_to_the_next_lease() {
     // The table reads: every file its snapshots reference is there.
     c.get(&table_path("mk", "t")).await.assert_ok(200);
 }
+
+/// A dry run of the scheduled pass plans the tables a run would take, those the sweep has
+/// not indexed yet included, and writes nothing: no state row, no claim.
+#[tokio::test]
+async fn a_dry_scheduled_run_plans_unindexed_tables_and_writes_nothing() {
+    let (c, clock) = catalog().await;
+    c.create_namespace("dry").await;
+    c.create_table("dry", "fresh").await;
+    let options = MaintainOptions {
+        dry_run: true,
+        verbose: false,
+    };
+    let run = c
+        .catalog
+        .tables
+        .maintain_due(clock.now_ms(), options, 100)
+        .await
+        .unwrap();
+    assert!(
+        run.tables.iter().any(|t| t.table.ends_with("/dry/fresh")),
+        "{run:?}"
+    );
+    assert!(c.maintenance_states("dry").await.is_empty());
+    // The real run then indexes, claims and maintains it.
+    let run = c
+        .catalog
+        .tables
+        .maintain_due(clock.now_ms(), MaintainOptions::default(), 100)
+        .await
+        .unwrap();
+    assert!(run.tables.iter().any(|t| t.table.ends_with("/dry/fresh")));
+    assert_eq!(c.maintenance_states("dry").await["fresh"].runs, 1);
+}

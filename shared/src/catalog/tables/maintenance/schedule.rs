@@ -189,7 +189,7 @@ impl TableService {
             ..MaintenanceRun::default()
         };
         if options.dry_run {
-            for due in self.due_tables(now_ms, max_tables).await? {
+            for due in self.would_be_due(now_ms, max_tables).await? {
                 let outcome = self.maintain_claimed(&due, now_ms, options).await?;
                 tally(&mut run, outcome);
             }
@@ -239,7 +239,7 @@ impl TableService {
         let mut next = from.clone();
         for i in 0..positions.len() {
             let (org, ns) = &positions[(start + i) % positions.len()];
-            let (seen, wrote) = self.sweep_namespace(org, ns, now_ms).await?;
+            let (seen, wrote, _) = self.sweep_namespace(org, ns, now_ms, true).await?;
             looked += seen;
             written += wrote;
             next = SweepCursor {
@@ -264,12 +264,16 @@ impl TableService {
         Ok(written)
     }
 
+    /// Sweeps one namespace; with `write` false only says which tables the sweep would make
+    /// due now (what a dry run plans). The tables looked at, the rows written, and the rows
+    /// (written or not) that are due at `now_ms`.
     async fn sweep_namespace(
         &self,
         org: &str,
         ns: &NamespaceRow,
         now_ms: u64,
-    ) -> Result<(usize, u64)> {
+        write: bool,
+    ) -> Result<(usize, u64, Vec<MaintenanceStateRow>)> {
         let store = &*self.core.store;
         let partition = keys::namespace_partition(&ns.id);
         let mut states: HashMap<String, Versioned<MaintenanceStateRow>> = HashMap::new();
@@ -324,7 +328,7 @@ impl TableService {
                     } else {
                         MaintenanceStateRow::due_after(row.last_run_ms, row.failures)
                     });
-                    writes.push(row.write(Condition::VersionIs(s.version)));
+                    writes.push((row, Condition::VersionIs(s.version)));
                 }
                 None => {
                     let row = MaintenanceStateRow {
@@ -341,7 +345,7 @@ impl TableService {
                         runs: 0,
                         last_compaction: None,
                     };
-                    writes.push(row.write(Condition::NotExists));
+                    writes.push((row, Condition::NotExists));
                 }
             }
         }
@@ -350,19 +354,27 @@ impl TableService {
             if s.row.next_due_ms.is_some() {
                 let mut row = s.row.clone();
                 row.next_due_ms = None;
-                writes.push(row.write(Condition::VersionIs(s.version)));
+                writes.push((row, Condition::VersionIs(s.version)));
             }
         }
+        let due: Vec<MaintenanceStateRow> = writes
+            .iter()
+            .map(|(row, _)| row.clone())
+            .filter(|row| row.next_due_ms.is_some_and(|d| d <= now_ms))
+            .collect();
+        if !write {
+            return Ok((tables.len(), 0, due));
+        }
         let written = writes.len() as u64;
-        for write in writes {
+        for (row, condition) in writes {
             // One row at a time: a row a worker moved meanwhile is the worker's to keep.
             let _ = self
                 .core
                 .changes
-                .write_unrecorded(Change::as_read(vec![write]))
+                .write_unrecorded(Change::as_read(vec![row.write(condition)]))
                 .await;
         }
-        Ok((tables.len(), written))
+        Ok((tables.len(), written, due))
     }
 
     /// The tables due at `now_ms`, oldest first, at most `limit`, read without claiming.
@@ -373,6 +385,38 @@ impl TableService {
             .into_iter()
             .map(|(state, _)| due_table(&state, state.next_due_ms.unwrap_or(now_ms)))
             .collect())
+    }
+
+    /// What a run at `now_ms` would take, without writing: the tables the index has due, then
+    /// those the sweep would index due now (never maintained, or renamed), at most `limit`.
+    async fn would_be_due(&self, now_ms: u64, limit: usize) -> Result<Vec<DueTable>> {
+        let mut due = self.due_tables(now_ms, limit).await?;
+        let mut seen: std::collections::HashSet<String> =
+            due.iter().map(|d| d.table_id.clone()).collect();
+        let store = &*self.core.store;
+        'orgs: for org in outbox::orgs_with_events(store, usize::MAX).await? {
+            let namespaces: Vec<NamespaceRow> = rows::collect(
+                store,
+                &keys::org_partition(&org),
+                keys::NAMESPACE_PREFIX,
+                None,
+                usize::MAX,
+                |ns: &NamespaceRow| ns.deleted_ms.is_none(),
+            )
+            .await?;
+            for ns in namespaces {
+                let (_, _, rows) = self.sweep_namespace(&org, &ns, now_ms, false).await?;
+                for row in rows {
+                    if due.len() >= limit {
+                        break 'orgs;
+                    }
+                    if seen.insert(row.table_id.clone()) {
+                        due.push(due_table(&row, now_ms));
+                    }
+                }
+            }
+        }
+        Ok(due)
     }
 
     /// Claims at most `limit` tables due at `now_ms` for one worker each (see the module).
@@ -424,10 +468,20 @@ impl TableService {
     ) -> Result<WorkerOutcome> {
         let store = &*self.core.store;
         let key = keys::maintenance_state(&due.namespace_id, &due.table_id);
-        let Some(state) = rows::get::<MaintenanceStateRow>(store, &key).await? else {
-            return Ok(WorkerOutcome::Skipped);
+        let state = rows::get::<MaintenanceStateRow>(store, &key).await?;
+        // A dry run plans what it is given (a table the sweep has not indexed has no row yet).
+        let state = match (state, options.dry_run) {
+            (Some(state), _) => state,
+            (None, true) => Versioned {
+                row: MaintenanceStateRow::default(),
+                version: 0,
+                token: None,
+            },
+            (None, false) => return Ok(WorkerOutcome::Skipped),
         };
-        if state.row.next_due_ms != Some(due.claim_ms) || state.row.lease_until_ms > now_ms {
+        if !options.dry_run
+            && (state.row.next_due_ms != Some(due.claim_ms) || state.row.lease_until_ms > now_ms)
+        {
             return Ok(WorkerOutcome::Skipped);
         }
         let mut version = state.version;
