@@ -19,24 +19,7 @@ const TABLES: u64 = 1000;
 #[tokio::test]
 async fn a_thousand_due_tables_drain_through_the_queue_once_each() {
     let c = Arc::new(TestCatalog::new().await);
-    // Fifty tables a namespace: creates in one namespace take turns on its row.
-    let namespaces: Vec<String> = (0..TABLES / 50).map(|k| format!("queue{k:02}")).collect();
-    let creates: Vec<_> = namespaces
-        .iter()
-        .enumerate()
-        .map(|(k, ns)| {
-            let (c, ns) = (c.clone(), ns.clone());
-            tokio::spawn(async move {
-                c.create_namespace(&ns).await;
-                for i in (k as u64 * 50)..((k as u64 + 1) * 50) {
-                    c.create_table(&ns, &format!("t{i:04}")).await;
-                }
-            })
-        })
-        .collect();
-    for create in creates {
-        create.await.unwrap();
-    }
+    let namespaces = c.create_tables_spread("queue", TABLES).await;
 
     let sqs = aws_sdk_sqs::Client::new(&moto::sdk().await);
     let url = sqs

@@ -116,6 +116,23 @@ impl ObjectStore for GatedStore {
     }
 }
 
+/// A catalog on a moved clock whose object stores hold back what its [`ListingGate`] arms.
+async fn gated_catalog() -> (Arc<TestCatalog>, Arc<ManualClock>, Arc<ListingGate>) {
+    let gate = Arc::new(ListingGate::default());
+    let wrapped = gate.clone();
+    let (c, clock) = catalog_wrapped(Wrap {
+        objects: Box::new(move |inner| {
+            Arc::new(GatedObjects {
+                inner,
+                gate: wrapped,
+            })
+        }),
+        ..Wrap::default()
+    })
+    .await;
+    (Arc::new(c), clock, gate)
+}
+
 fn maintain_path(ns: &str, table: &str, query: &str) -> String {
     format!("/orgs/{ORG}/namespaces/{ns}/tables/{table}/maintain?{query}")
 }
@@ -664,19 +681,7 @@ async fn commits_racing_runs_never_lose_a_referenced_file() {
 /// (an old unreferenced file, judged deletable) is spared.
 #[tokio::test]
 async fn a_commit_landing_before_the_deletion_saves_what_it_references() {
-    let gate = Arc::new(ListingGate::default());
-    let wrapped = gate.clone();
-    let (c, clock) = catalog_wrapped(Wrap {
-        objects: Box::new(move |inner| {
-            Arc::new(GatedObjects {
-                inner,
-                gate: wrapped,
-            })
-        }),
-        ..Wrap::default()
-    })
-    .await;
-    let c = Arc::new(c);
+    let (c, clock, gate) = gated_catalog().await;
     c.create_namespace("mg").await;
     c.create_table("mg", "t").await;
     set_properties(
@@ -740,19 +745,7 @@ async fn a_commit_landing_before_the_deletion_saves_what_it_references() {
 /// lands under it, and the waiting commit lands once it is lifted, losing nothing.
 #[tokio::test]
 async fn commits_wait_while_a_batch_is_deleted() {
-    let gate = Arc::new(ListingGate::default());
-    let wrapped = gate.clone();
-    let (c, clock) = catalog_wrapped(Wrap {
-        objects: Box::new(move |inner| {
-            Arc::new(GatedObjects {
-                inner,
-                gate: wrapped,
-            })
-        }),
-        ..Wrap::default()
-    })
-    .await;
-    let c = Arc::new(c);
+    let (c, clock, gate) = gated_catalog().await;
     c.create_namespace("mw").await;
     c.create_table("mw", "t").await;
     set_properties(
@@ -840,26 +833,7 @@ async fn due_tables_drain_through_racing_workers_once_each() {
     };
     let (c, clock) = catalog().await;
     let c = Arc::new(c);
-    // Fifty tables a namespace: creates in one namespace take turns on its row.
-    let namespaces: Vec<String> = (0..tables.div_ceil(50))
-        .map(|k| format!("fleet{k:02}"))
-        .collect();
-    let creates: Vec<_> = namespaces
-        .iter()
-        .enumerate()
-        .map(|(k, ns)| {
-            let (c, ns) = (c.clone(), ns.clone());
-            tokio::spawn(async move {
-                c.create_namespace(&ns).await;
-                for i in (k as u64 * 50)..((k as u64 + 1) * 50).min(tables) {
-                    c.create_table(&ns, &format!("t{i:04}")).await;
-                }
-            })
-        })
-        .collect();
-    for create in creates {
-        create.await.unwrap();
-    }
+    let namespaces = c.create_tables_spread("fleet", tables).await;
     let now = clock.now_ms();
     let (queue, inbox) = tokio::sync::mpsc::unbounded_channel();
     let inbox = Arc::new(tokio::sync::Mutex::new(inbox));
@@ -945,19 +919,7 @@ async fn due_tables_drain_through_racing_workers_once_each() {
 #[tokio::test]
 async fn a_killed_worker_leaves_the_table_to_the_next_lease() {
     use floe::catalog::tables::maintenance::{CLAIM_GRACE, WorkerOutcome};
-    let gate = Arc::new(ListingGate::default());
-    let wrapped = gate.clone();
-    let (c, clock) = catalog_wrapped(Wrap {
-        objects: Box::new(move |inner| {
-            Arc::new(GatedObjects {
-                inner,
-                gate: wrapped,
-            })
-        }),
-        ..Wrap::default()
-    })
-    .await;
-    let c = Arc::new(c);
+    let (c, clock, gate) = gated_catalog().await;
     c.create_namespace("mk").await;
     c.create_table("mk", "t").await;
     let mut engine = Engine::new(&c, "mk", "t").await;

@@ -692,6 +692,32 @@ impl TestCatalog {
         .clone()
     }
 
+    /// `tables` tables named `t0000`, `t0001`, ... in namespaces `{prefix}00`, `{prefix}01`,
+    /// ... of fifty each, created a namespace at a time in parallel (creates in one namespace
+    /// take turns on its row). The namespaces' names.
+    pub async fn create_tables_spread(self: &Arc<Self>, prefix: &str, tables: u64) -> Vec<String> {
+        let namespaces: Vec<String> = (0..tables.div_ceil(50))
+            .map(|k| format!("{prefix}{k:02}"))
+            .collect();
+        let creates: Vec<_> = namespaces
+            .iter()
+            .enumerate()
+            .map(|(k, ns)| {
+                let (c, ns) = (self.clone(), ns.clone());
+                tokio::spawn(async move {
+                    c.create_namespace(&ns).await;
+                    for i in (k as u64 * 50)..((k as u64 + 1) * 50).min(tables) {
+                        c.create_table(&ns, &format!("t{i:04}")).await;
+                    }
+                })
+            })
+            .collect();
+        for create in creates {
+            create.await.unwrap();
+        }
+        namespaces
+    }
+
     /// The maintenance state rows of namespace `ns` of the test org, by table name.
     pub async fn maintenance_states(
         &self,

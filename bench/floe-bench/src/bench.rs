@@ -1016,6 +1016,28 @@ impl Reading {
     }
 }
 
+/// Runs a Python `script` (with PyIceberg and DuckDB, the test venv's) with `args` and reads
+/// the JSON it prints; `what` names it in the error.
+fn python_json(
+    python: &std::path::Path,
+    script: &str,
+    args: &[&str],
+    what: &str,
+) -> Result<serde_json::Value, String> {
+    let output = std::process::Command::new(python)
+        .args(["-c", script])
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())
+}
+
 /// User and system CPU time of this process (Linux `/proc/self/stat`, in clock ticks of 10 ms;
 /// zero elsewhere).
 fn process_cpu_time() -> Duration {

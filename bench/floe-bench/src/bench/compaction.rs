@@ -314,17 +314,7 @@ async fn write_table(
 
 /// The table scanned whole by PyIceberg and by DuckDB, over loopback HTTP.
 fn scan(python: &std::path::Path, uri: &str, token: &str) -> Result<Value, String> {
-    let output = std::process::Command::new(python)
-        .args(["-c", SCAN_SCRIPT, uri, token])
-        .output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "the scan failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())
+    super::python_json(python, SCAN_SCRIPT, &[uri, token], "the scan")
 }
 
 const SCAN_SCRIPT: &str = r#"

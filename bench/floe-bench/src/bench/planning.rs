@@ -221,24 +221,19 @@ fn pyiceberg(
     args: &PlanningBenchArgs,
 ) -> Result<Value, String> {
     let selective = label != "all files";
-    let output = std::process::Command::new(python)
-        .args(["-c", PYICEBERG_SCRIPT])
-        .args([
+    let runs = args.iterations.clamp(1, 5).to_string();
+    super::python_json(
+        python,
+        PYICEBERG_SCRIPT,
+        &[
             uri,
             token,
             table,
             if selective { "selective" } else { "all" },
-        ])
-        .arg(args.iterations.clamp(1, 5).to_string())
-        .output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "PyIceberg's planning failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())
+            &runs,
+        ],
+        "PyIceberg's planning",
+    )
 }
 
 const PYICEBERG_SCRIPT: &str = r#"

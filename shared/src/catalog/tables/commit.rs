@@ -189,7 +189,7 @@ impl TableService {
             _ => None,
         };
         // An append that lost its race to a compaction is placed after it, never refused.
-        let files = super::snapshot_files::Files {
+        let files = super::plan::manifests::TableManifests {
             objects: &*objects,
             directory: row.directory(),
             cache: &self.manifests,

@@ -17,7 +17,8 @@ use iceberg::spec::{
 };
 use iceberg::{TableRequirement, TableUpdate};
 
-use crate::catalog::tables::snapshot_files::{Files, write_list};
+use crate::catalog::tables::plan::manifests::TableManifests;
+use crate::catalog::tables::snapshot_files::write_list;
 use crate::error::Result;
 
 /// Summary key marking a Floe compaction's snapshot (value: the strategy), so that an append
@@ -37,7 +38,7 @@ const TOTALS: [&str; 4] = [
 /// lost to compactions only; `None` when it is not (its requirements then answer as they
 /// would).
 pub async fn append_over_compactions(
-    files: &Files<'_>,
+    files: &TableManifests<'_>,
     base: &TableMetadata,
     requirements: &[TableRequirement],
     updates: &[TableUpdate],
@@ -82,20 +83,13 @@ pub async fn append_over_compactions(
         .snapshot_by_id(asserted)
         .expect("checked by only_compactions_since");
     let version = base.format_version();
-    let read = |location: &str| {
-        let location = location.to_owned();
-        async move {
-            files
-                .cache
-                .list(files.objects, files.directory, &location, version)
-                .await
-        }
-    };
     // A list outside the table's directory is not read here; the commit's own checks refuse it.
-    let Ok(written) = read(snapshot.manifest_list()).await else {
+    let Ok(written) = files.list(snapshot.manifest_list(), version).await else {
         return Ok(None);
     };
-    let before = read(asserted_snapshot.manifest_list()).await?;
+    let before = files
+        .list(asserted_snapshot.manifest_list(), version)
+        .await?;
     let before_paths: HashSet<&str> = before.iter().map(|m| m.manifest_path.as_str()).collect();
     let written_paths: HashSet<&str> = written.iter().map(|m| m.manifest_path.as_str()).collect();
     if !before_paths.is_subset(&written_paths) {
@@ -114,7 +108,7 @@ pub async fn append_over_compactions(
         }
         added.push(m.clone());
     }
-    let now = read(main.manifest_list()).await?;
+    let now = files.list(main.manifest_list(), version).await?;
     let sequence = base.last_sequence_number() + 1;
     for m in &mut added {
         if m.sequence_number == snapshot.sequence_number() {

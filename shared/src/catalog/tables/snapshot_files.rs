@@ -5,22 +5,13 @@
 use iceberg::io::FileIO;
 use iceberg::spec::{ManifestFile, ManifestListWriter};
 
-use crate::catalog::tables::plan::manifests::ManifestCache;
+use crate::catalog::tables::plan::manifests::TableManifests;
 use crate::error::{CatalogError, Result};
-use crate::objects::ObjectStore;
-
-/// Where the catalog reads a table's manifest lists and manifests (through the manifest cache)
-/// and writes the ones it makes for a snapshot (compaction, a moved append).
-pub struct Files<'a> {
-    pub objects: &'a dyn ObjectStore,
-    pub directory: &'a str,
-    pub cache: &'a ManifestCache,
-}
 
 /// Writes a v2 manifest list of `manifests` at `location` for snapshot `(id, parent,
 /// sequence number)`.
 pub async fn write_list(
-    files: &Files<'_>,
+    files: &TableManifests<'_>,
     location: &str,
     (snapshot_id, parent, sequence): (i64, i64, i64),
     manifests: Vec<ManifestFile>,
@@ -41,7 +32,12 @@ pub async fn write_list(
 }
 
 /// Copies a file staged in `io` to `location`, where nothing may exist yet.
-pub async fn put(files: &Files<'_>, io: &FileIO, scratch: &str, location: &str) -> Result<()> {
+pub async fn put(
+    files: &TableManifests<'_>,
+    io: &FileIO,
+    scratch: &str,
+    location: &str,
+) -> Result<()> {
     let bytes = io
         .new_input(scratch)
         .map_err(internal)?

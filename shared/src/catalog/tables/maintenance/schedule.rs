@@ -214,22 +214,9 @@ impl TableService {
             Some(c) => (Some(c.version), c.row),
             None => (None, SweepCursor::default()),
         };
-        // Every live namespace in (org, name) order (namespaces are few beside tables), taken
-        // from just after the cursor, round to the start, until the budget is spent.
-        let mut positions: Vec<(String, NamespaceRow)> = Vec::new();
-        for org in outbox::orgs_with_events(store, usize::MAX).await? {
-            let namespaces: Vec<NamespaceRow> = rows::collect(
-                store,
-                &keys::org_partition(&org),
-                keys::NAMESPACE_PREFIX,
-                None,
-                usize::MAX,
-                |ns: &NamespaceRow| ns.deleted_ms.is_none(),
-            )
-            .await?;
-            positions.extend(namespaces.into_iter().map(|ns| (org.clone(), ns)));
-        }
-        positions.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+        // Every live namespace, taken from just after the cursor, round to the start, until
+        // the budget is spent.
+        let positions = self.live_namespaces().await?;
         let start = positions
             .iter()
             .position(|(org, ns)| (org, &ns.name) > (&from.org, &from.namespace))
@@ -262,6 +249,27 @@ impl TableService {
             )]))
             .await;
         Ok(written)
+    }
+
+    /// Every live namespace of every org, in (org, name) order: namespaces are few beside
+    /// tables, and the sweep's cursor is a position in this order.
+    async fn live_namespaces(&self) -> Result<Vec<(String, NamespaceRow)>> {
+        let store = &*self.core.store;
+        let mut positions: Vec<(String, NamespaceRow)> = Vec::new();
+        for org in outbox::orgs_with_events(store, usize::MAX).await? {
+            let namespaces: Vec<NamespaceRow> = rows::collect(
+                store,
+                &keys::org_partition(&org),
+                keys::NAMESPACE_PREFIX,
+                None,
+                usize::MAX,
+                |ns: &NamespaceRow| ns.deleted_ms.is_none(),
+            )
+            .await?;
+            positions.extend(namespaces.into_iter().map(|ns| (org.clone(), ns)));
+        }
+        positions.sort_by(|a, b| (&a.0, &a.1.name).cmp(&(&b.0, &b.1.name)));
+        Ok(positions)
     }
 
     /// Sweeps one namespace; with `write` false only says which tables the sweep would make
@@ -393,26 +401,14 @@ impl TableService {
         let mut due = self.due_tables(now_ms, limit).await?;
         let mut seen: std::collections::HashSet<String> =
             due.iter().map(|d| d.table_id.clone()).collect();
-        let store = &*self.core.store;
-        'orgs: for org in outbox::orgs_with_events(store, usize::MAX).await? {
-            let namespaces: Vec<NamespaceRow> = rows::collect(
-                store,
-                &keys::org_partition(&org),
-                keys::NAMESPACE_PREFIX,
-                None,
-                usize::MAX,
-                |ns: &NamespaceRow| ns.deleted_ms.is_none(),
-            )
-            .await?;
-            for ns in namespaces {
-                let (_, _, rows) = self.sweep_namespace(&org, &ns, now_ms, false).await?;
-                for row in rows {
-                    if due.len() >= limit {
-                        break 'orgs;
-                    }
-                    if seen.insert(row.table_id.clone()) {
-                        due.push(due_table(&row, now_ms));
-                    }
+        'namespaces: for (org, ns) in self.live_namespaces().await? {
+            let (_, _, rows) = self.sweep_namespace(&org, &ns, now_ms, false).await?;
+            for row in rows {
+                if due.len() >= limit {
+                    break 'namespaces;
+                }
+                if seen.insert(row.table_id.clone()) {
+                    due.push(due_table(&row, now_ms));
                 }
             }
         }

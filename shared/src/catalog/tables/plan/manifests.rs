@@ -101,6 +101,35 @@ impl ManifestCache {
     }
 }
 
+/// One table's manifest lists and manifests: read through the cache, from the table's own
+/// storage, inside its own directory only. Planning reads them; compaction and a moved append
+/// also write theirs there (`tables::snapshot_files`).
+pub struct TableManifests<'a> {
+    pub objects: &'a dyn ObjectStore,
+    pub directory: &'a str,
+    pub cache: &'a ManifestCache,
+}
+
+impl TableManifests<'_> {
+    /// The manifests the manifest list at `location` names.
+    pub async fn list(
+        &self,
+        location: &str,
+        version: FormatVersion,
+    ) -> Result<Arc<Vec<ManifestFile>>> {
+        self.cache
+            .list(self.objects, self.directory, location, version)
+            .await
+    }
+
+    /// One manifest, parsed, its entries' inherited values filled in.
+    pub async fn manifest(&self, file: &ManifestFile) -> Result<Arc<Manifest>> {
+        self.cache
+            .manifest(self.objects, self.directory, file)
+            .await
+    }
+}
+
 /// The manifest with what its entries leave to inheritance filled in from the manifest list
 /// entry, as the spec says: a null snapshot id is the manifest's `added_snapshot_id`; a null
 /// data or file sequence number of an `added` entry (or of any entry of a manifest at the

@@ -22,7 +22,8 @@ use serde_json::{Value, json};
 pub use manifests::ManifestCache;
 
 use self::filter::Filter;
-use self::scan::{Range, Selection, Source};
+use self::manifests::TableManifests;
+use self::scan::{Range, Selection};
 use super::delivery::Delivery;
 use super::{TableRequestOptions, TableService};
 use crate::authz::Action;
@@ -265,8 +266,8 @@ impl TableService {
         Ok(scan_tasks(tasks, deletes, Vec::new()))
     }
 
-    fn source<'a>(&'a self, objects: &'a dyn ObjectStore, row: &'a TableRow) -> Source<'a> {
-        Source {
+    fn source<'a>(&'a self, objects: &'a dyn ObjectStore, row: &'a TableRow) -> TableManifests<'a> {
+        TableManifests {
             objects,
             directory: row.directory(),
             cache: &self.manifests,

@@ -17,17 +17,16 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt};
 use iceberg::expr::BoundPredicate;
 use iceberg::spec::{
-    DataContentType, DataFile, FormatVersion, ManifestContentType, ManifestFile, ManifestStatus,
-    Operation, PrimitiveLiteral, SchemaRef, TableMetadata,
+    DataContentType, DataFile, ManifestContentType, ManifestFile, ManifestStatus, Operation,
+    PrimitiveLiteral, SchemaRef, TableMetadata,
 };
 use serde_json::{Value, json};
 
 use super::evaluate::{MetricsFilter, PartitionFilter};
 use super::files::content_file;
 use super::filter::Filter;
-use super::manifests::ManifestCache;
+use super::manifests::TableManifests;
 use crate::error::{CatalogError, Result};
-use crate::objects::ObjectStore;
 
 /// Manifests read at once from storage on a cold plan.
 const CONCURRENT_READS: usize = 8;
@@ -60,17 +59,10 @@ pub struct Selection<'a> {
     pub stats: Vec<i32>,
 }
 
-/// Where the manifests are read from.
-pub struct Source<'a> {
-    pub objects: &'a dyn ObjectStore,
-    pub directory: &'a str,
-    pub cache: &'a ManifestCache,
-}
-
 /// The scan's data manifests, in the order plan tasks number them.
 pub async fn data_manifests(
     selection: &Selection<'_>,
-    source: &Source<'_>,
+    source: &TableManifests<'_>,
 ) -> Result<Vec<ManifestFile>> {
     let metadata = selection.metadata;
     let version = metadata.format_version();
@@ -80,7 +72,7 @@ pub async fn data_manifests(
             let snapshot = metadata
                 .snapshot_by_id(*id)
                 .ok_or_else(|| CatalogError::BadRequest(format!("Cannot find snapshot {id}")))?;
-            let list = list(source, snapshot.manifest_list(), version).await?;
+            let list = source.list(snapshot.manifest_list(), version).await?;
             Ok(list
                 .iter()
                 .filter(|m| m.content == ManifestContentType::Data)
@@ -96,10 +88,7 @@ pub async fn data_manifests(
                 let snapshot = metadata
                     .snapshot_by_id(*id)
                     .expect("walked from the metadata");
-                for m in list(source, snapshot.manifest_list(), version)
-                    .await?
-                    .iter()
-                {
+                for m in source.list(snapshot.manifest_list(), version).await?.iter() {
                     if m.content == ManifestContentType::Data
                         && appended.contains(&m.added_snapshot_id)
                         && m.has_added_files()
@@ -112,17 +101,6 @@ pub async fn data_manifests(
             Ok(manifests)
         }
     }
-}
-
-async fn list(
-    source: &Source<'_>,
-    location: &str,
-    version: FormatVersion,
-) -> Result<Arc<Vec<ManifestFile>>> {
-    source
-        .cache
-        .list(source.objects, source.directory, location, version)
-        .await
 }
 
 /// The append snapshots of an incremental range, newest first.
@@ -220,7 +198,7 @@ struct Kept<'a> {
 /// The `ScanTasks` of data manifests `manifests` (the run `[start, end)` of the scan's).
 pub async fn plan_run(
     selection: &Selection<'_>,
-    source: &Source<'_>,
+    source: &TableManifests<'_>,
     manifests: &[ManifestFile],
     residual: Option<&Value>,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
@@ -289,13 +267,10 @@ pub async fn plan_run(
 }
 
 async fn read_all(
-    source: &Source<'_>,
+    source: &TableManifests<'_>,
     manifests: &[&ManifestFile],
 ) -> Result<Vec<Arc<iceberg::spec::Manifest>>> {
-    let reads: Vec<_> = manifests
-        .iter()
-        .map(|m| source.cache.manifest(source.objects, source.directory, m))
-        .collect();
+    let reads: Vec<_> = manifests.iter().map(|m| source.manifest(m)).collect();
     futures::stream::iter(reads)
         .buffered(CONCURRENT_READS)
         .try_collect()
@@ -314,7 +289,7 @@ struct Delete<'a> {
 /// partition spec each was written with.
 async fn delete_manifests<'f>(
     selection: &Selection<'_>,
-    source: &Source<'_>,
+    source: &TableManifests<'_>,
     filter_of: &impl Fn(i32) -> Option<&'f PartitionFilter>,
 ) -> Result<Vec<(i32, Arc<iceberg::spec::Manifest>)>> {
     let Range::At(id) = selection.range else {
@@ -322,7 +297,9 @@ async fn delete_manifests<'f>(
     };
     let metadata = selection.metadata;
     let snapshot = metadata.snapshot_by_id(*id).expect("resolved before");
-    let list = list(source, snapshot.manifest_list(), metadata.format_version()).await?;
+    let list = source
+        .list(snapshot.manifest_list(), metadata.format_version())
+        .await?;
     let wanted: Vec<&ManifestFile> = list
         .iter()
         .filter(|m| m.content == ManifestContentType::Deletes)

@@ -26,7 +26,7 @@ use self::select::{LeftReason, LiveDelete, LiveFile};
 use super::policy::Policy;
 use super::{MaintainOptions, TableService};
 use crate::catalog::tables::commit::{CommitTableRequest, Prepared, Swap};
-use crate::catalog::tables::snapshot_files::Files;
+use crate::catalog::tables::plan::manifests::TableManifests;
 use crate::catalog::{OrgContext, ROW_RACE_RETRIES};
 use crate::core::{Change, ChangeFailure};
 use crate::error::{CatalogError, Result};
@@ -86,7 +86,7 @@ impl TableService {
             return Ok(Some(report));
         };
         let directory = current.row.directory().to_owned();
-        let files = Files {
+        let files = TableManifests {
             objects,
             directory: &directory,
             cache: &self.manifests,
@@ -204,11 +204,6 @@ impl TableService {
             }
             current = fresh;
             (retention, metadata) = self.parsed(ctx, ns, &current, objects).await?;
-            let files = Files {
-                objects,
-                directory: &directory,
-                cache: &self.manifests,
-            };
             let (kept, given_up): (Vec<Rewritten>, Vec<Rewritten>) =
                 match replace::changed_since(&files, &metadata, start.snapshot_id()).await? {
                     None => (Vec::new(), rewritten),
@@ -244,26 +239,15 @@ impl TableService {
 
 /// The live data files and delete files of the snapshot whose manifest list is `list`.
 async fn live_files(
-    files: &Files<'_>,
+    files: &TableManifests<'_>,
     metadata: &TableMetadata,
     list: &str,
 ) -> Result<(Vec<LiveFile>, Vec<LiveDelete>)> {
-    let manifests = files
-        .cache
-        .list(
-            files.objects,
-            files.directory,
-            list,
-            metadata.format_version(),
-        )
-        .await?;
+    let manifests = files.list(list, metadata.format_version()).await?;
     let mut live = Vec::new();
     let mut deletes = Vec::new();
     for manifest_file in manifests.iter() {
-        let manifest = files
-            .cache
-            .manifest(files.objects, files.directory, manifest_file)
-            .await?;
+        let manifest = files.manifest(manifest_file).await?;
         let unpartitioned = metadata
             .partition_spec_by_id(manifest_file.partition_spec_id)
             .is_none_or(|s| s.is_unpartitioned());

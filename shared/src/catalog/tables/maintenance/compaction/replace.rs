@@ -3,7 +3,7 @@
 //! the summary Java's `RewriteFiles` writes. Nothing is appended then deleted, so no reader
 //! ever sees a row twice.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use iceberg::io::FileIO;
 use iceberg::spec::{
@@ -14,8 +14,9 @@ use iceberg::spec::{
 use iceberg::{TableRequirement, TableUpdate};
 
 use super::select::{Bin, PartitionKey};
+use crate::catalog::tables::plan::manifests::TableManifests;
 use crate::catalog::tables::rebase::REWRITE_KEY;
-use crate::catalog::tables::snapshot_files::{Files, put, write_list};
+use crate::catalog::tables::snapshot_files::{put, write_list};
 use crate::error::{CatalogError, Result};
 
 /// The summary keys Java derives from the parent's totals.
@@ -66,7 +67,7 @@ pub fn main_retention(raw: &[u8]) -> SnapshotRetention {
 /// snapshot the inputs were read from: the outputs keep it, as Java's rewrite does, so that a
 /// delete committed after it would still apply to them.
 pub async fn build(
-    files: &Files<'_>,
+    files: &TableManifests<'_>,
     metadata: &TableMetadata,
     rewritten: &[Rewritten],
     data_sequence: i64,
@@ -89,13 +90,7 @@ pub async fn build(
     let mut listed: Vec<ManifestFile> = Vec::new();
     let mut found = 0usize;
     let list = files
-        .cache
-        .list(
-            files.objects,
-            files.directory,
-            main.manifest_list(),
-            metadata.format_version(),
-        )
+        .list(main.manifest_list(), metadata.format_version())
         .await?;
     for manifest_file in list.iter() {
         let holds_inputs = manifest_file.content == ManifestContentType::Data
@@ -104,10 +99,7 @@ pub async fn build(
             listed.push(manifest_file.clone());
             continue;
         }
-        let manifest = files
-            .cache
-            .manifest(files.objects, files.directory, manifest_file)
-            .await?;
+        let manifest = files.manifest(manifest_file).await?;
         let touched = manifest
             .entries()
             .iter()
@@ -118,13 +110,7 @@ pub async fn build(
         }
         let spec = spec_of(metadata, manifest_file.partition_spec_id)?;
         let scratch = format!("memory:///m-{}.avro", listed.len());
-        let mut writer = ManifestWriterBuilder::new(
-            io.new_output(&scratch).map_err(internal)?,
-            Some(snapshot_id),
-            schema.clone(),
-            spec.as_ref().clone(),
-        )
-        .build_v2_data();
+        let mut writer = data_manifest(&io, &scratch, snapshot_id, &schema, &spec)?;
         for entry in manifest.entries() {
             if !entry.is_alive() {
                 continue;
@@ -156,23 +142,15 @@ pub async fn build(
         ));
     }
     // One manifest of outputs per partition spec.
-    let mut by_spec: HashMap<i32, Vec<&Rewritten>> = HashMap::new();
+    let mut by_spec: BTreeMap<i32, Vec<&Rewritten>> = BTreeMap::new();
     for r in rewritten {
         by_spec.entry(r.bin.spec_id).or_default().push(r);
     }
-    let mut specs: Vec<i32> = by_spec.keys().copied().collect();
-    specs.sort_unstable();
-    for spec_id in specs {
+    for (spec_id, outputs) in by_spec {
         let spec = spec_of(metadata, spec_id)?;
         let scratch = format!("memory:///added-{spec_id}.avro");
-        let mut writer = ManifestWriterBuilder::new(
-            io.new_output(&scratch).map_err(internal)?,
-            Some(snapshot_id),
-            schema.clone(),
-            spec.as_ref().clone(),
-        )
-        .build_v2_data();
-        for r in &by_spec[&spec_id] {
+        let mut writer = data_manifest(&io, &scratch, snapshot_id, &schema, &spec)?;
+        for r in outputs {
             summary.add_file(&r.output, schema.clone(), spec.clone());
             writer
                 .add_file(r.output.clone(), data_sequence)
@@ -258,7 +236,7 @@ pub async fn build(
 /// removed, data or deletes), and whether one of them changed every partition (an equality
 /// delete of an unpartitioned spec). `None` when `since` is no longer an ancestor of main.
 pub async fn changed_since(
-    files: &Files<'_>,
+    files: &TableManifests<'_>,
     metadata: &TableMetadata,
     since: i64,
 ) -> Result<Option<(HashSet<PartitionKey>, bool)>> {
@@ -273,19 +251,10 @@ pub async fn changed_since(
             return Ok(None);
         };
         let list = files
-            .cache
-            .list(
-                files.objects,
-                files.directory,
-                snapshot.manifest_list(),
-                metadata.format_version(),
-            )
+            .list(snapshot.manifest_list(), metadata.format_version())
             .await?;
         for manifest_file in list.iter().filter(|m| m.added_snapshot_id == id) {
-            let manifest = files
-                .cache
-                .manifest(files.objects, files.directory, manifest_file)
-                .await?;
+            let manifest = files.manifest(manifest_file).await?;
             let unpartitioned = metadata
                 .partition_spec_by_id(manifest_file.partition_spec_id)
                 .is_none_or(|s| s.is_unpartitioned());
@@ -323,6 +292,23 @@ pub fn supported(metadata: &TableMetadata) -> std::result::Result<(), String> {
     }
 }
 
+/// A v2 data manifest of snapshot `snapshot_id`, staged in `io` at `scratch`.
+fn data_manifest(
+    io: &FileIO,
+    scratch: &str,
+    snapshot_id: i64,
+    schema: &iceberg::spec::SchemaRef,
+    spec: &iceberg::spec::PartitionSpecRef,
+) -> Result<iceberg::spec::ManifestWriter> {
+    Ok(ManifestWriterBuilder::new(
+        io.new_output(scratch).map_err(internal)?,
+        Some(snapshot_id),
+        schema.clone(),
+        spec.as_ref().clone(),
+    )
+    .build_v2_data())
+}
+
 fn spec_of(metadata: &TableMetadata, spec_id: i32) -> Result<iceberg::spec::PartitionSpecRef> {
     metadata
         .partition_spec_by_id(spec_id)
@@ -332,7 +318,7 @@ fn spec_of(metadata: &TableMetadata, spec_id: i32) -> Result<iceberg::spec::Part
 
 /// Copies a manifest written in memory to the table's metadata directory.
 async fn store(
-    files: &Files<'_>,
+    files: &TableManifests<'_>,
     io: &FileIO,
     scratch: &str,
     mut written: ManifestFile,
